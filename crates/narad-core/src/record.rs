@@ -1,0 +1,251 @@
+//! Parsing bytes into typed records.
+
+use crate::error::{ValidationCode as C, ValidationError as E};
+use crate::model::{
+    AuthorityEnvelope, AuthorityEvent, AuthorityPayload, ControlMessage, ControlPayload,
+    HydratePayload, HydrateRecord, WatchEnvelope, WatchEvent, WatchPayload, Wire,
+};
+use crate::registry::{Profile, RecordClass, RecordKind};
+use crate::validate::{Validator, Verdict};
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// One validated Narad record of any of the four kinds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    /// Authority event.
+    Authority(AuthorityEvent),
+    /// Watch event.
+    Watch(WatchEvent),
+    /// Hydrate record.
+    Hydrate(HydrateRecord),
+    /// Control message.
+    Control(ControlMessage),
+}
+
+impl Record {
+    /// The record's kind.
+    pub fn kind(&self) -> RecordKind {
+        match self {
+            Record::Authority(_) => RecordKind::Authority,
+            Record::Watch(_) => RecordKind::Watch,
+            Record::Hydrate(_) => RecordKind::Hydrate,
+            Record::Control(_) => RecordKind::Control,
+        }
+    }
+
+    /// The exact bytes and JSON object the record was parsed from.
+    pub fn wire(&self) -> &Wire {
+        match self {
+            Record::Authority(r) => &r.wire,
+            Record::Watch(r) => &r.wire,
+            Record::Hydrate(r) => &r.wire,
+            Record::Control(r) => &r.wire,
+        }
+    }
+
+    /// The wire `type`.
+    pub fn record_type(&self) -> &str {
+        self.wire()
+            .json()
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    /// Serializes only the typed model (envelope and payload), without
+    /// unknown fields. For a record whose fields are all known to the model
+    /// this equals [`Record::to_json_value`]; tests use it to prove the typed
+    /// model loses nothing the spec names.
+    pub fn typed_json_value(&self) -> Result<Value, serde_json::Error> {
+        let mut out = Map::new();
+        let mut merge = |v: Value| {
+            if let Value::Object(m) = v {
+                out.extend(m);
+            }
+        };
+        match self {
+            Record::Authority(r) => {
+                merge(serde_json::to_value(&r.envelope)?);
+                merge(serde_json::to_value(&r.payload)?);
+            }
+            Record::Watch(r) => {
+                merge(serde_json::to_value(&r.envelope)?);
+                merge(serde_json::to_value(&r.payload)?);
+            }
+            Record::Hydrate(r) => {
+                merge(
+                    serde_json::json!({"protocolVersion": r.protocol_version, "timestamp": r.timestamp}),
+                );
+                merge(serde_json::to_value(&r.payload)?);
+            }
+            Record::Control(r) => {
+                merge(serde_json::json!({"protocolVersion": r.protocol_version}));
+                merge(serde_json::to_value(&r.payload)?);
+            }
+        }
+        Ok(Value::Object(out))
+    }
+
+    /// Serializes the record: the JSON object it was parsed from, unknown
+    /// fields included. Equal, as a JSON value, to the input.
+    pub fn to_json_value(&self) -> Value {
+        Value::Object(self.wire().json().clone())
+    }
+}
+
+/// The result of parsing one record that is not an error.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Parsed {
+    /// A valid record.
+    Record {
+        /// The typed record.
+        record: Record,
+        /// Its effective class.
+        class: RecordClass,
+    },
+    /// A record of a profile that is not active; carry on without it.
+    Ignorable {
+        /// Its `type`.
+        record_type: String,
+        /// The inactive profile.
+        profile: Profile,
+    },
+}
+
+impl Validator {
+    /// Parses and validates one record from JSON bytes (copied once into
+    /// [`Bytes`]; use [`Validator::parse_bytes`] to avoid the copy).
+    ///
+    /// ```
+    /// use narad_core::{Parsed, Record, Validator};
+    /// let line = br#"{"type":"session.revision","protocolVersion":"narad/v1","eventId":"w1","timestamp":"2026-08-05T00:00:00Z","sessionId":"s","revision":3,"x-vendor":true}"#;
+    /// let Parsed::Record { record: Record::Watch(w), .. } = Validator::default().parse(line).unwrap() else { panic!() };
+    /// assert_eq!(w.envelope.revision, 3);
+    /// assert_eq!(&w.wire.bytes()[..], &line[..]);          // bytes kept exactly
+    /// assert_eq!(w.wire.json()["x-vendor"], true);         // unknown fields preserved
+    /// ```
+    pub fn parse(&self, bytes: &[u8]) -> Result<Parsed, E> {
+        if bytes.len() > self.config().limits.max_record_bytes {
+            return Err(too_large(self));
+        }
+        self.parse_bytes(Bytes::copy_from_slice(bytes))
+    }
+
+    /// Parses and validates one record, keeping `bytes` as the record's
+    /// identity without copying.
+    pub fn parse_bytes(&self, bytes: Bytes) -> Result<Parsed, E> {
+        if bytes.len() > self.config().limits.max_record_bytes {
+            return Err(too_large(self));
+        }
+        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            E::new(
+                C::InvalidJson,
+                None,
+                format!(
+                    "not one JSON value (line {}, column {})",
+                    e.line(),
+                    e.column()
+                ),
+            )
+        })?;
+        let verdict = self.check(&value)?;
+        let Value::Object(json) = value else {
+            return Err(E::new(
+                C::NotAnObject,
+                None,
+                "a record must be a JSON object",
+            ));
+        };
+        match verdict {
+            Verdict::Ignorable { profile } => Ok(Parsed::Ignorable {
+                record_type: json
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                profile,
+            }),
+            Verdict::Valid { info, class } => {
+                let record =
+                    build(class.kind(), bytes, json).map_err(|e| e.with_type(info.name))?;
+                Ok(Parsed::Record { record, class })
+            }
+        }
+    }
+}
+
+fn too_large(v: &Validator) -> E {
+    E::new(
+        C::RecordTooLarge,
+        None,
+        format!(
+            "record larger than {} bytes",
+            v.config().limits.max_record_bytes
+        ),
+    )
+}
+
+fn typed<'a, T: Deserialize<'a>>(json: &'a Map<String, Value>) -> Result<T, E> {
+    T::deserialize(json).map_err(|e| {
+        // Reached only if the validator and the typed model disagree.
+        E::new(
+            C::ModelMismatch,
+            None,
+            format!("typed model could not represent a valid record: {e}"),
+        )
+    })
+}
+
+fn build(kind: RecordKind, bytes: Bytes, json: Map<String, Value>) -> Result<Record, E> {
+    Ok(match kind {
+        RecordKind::Authority => {
+            let envelope: AuthorityEnvelope = typed(&json)?;
+            let payload: AuthorityPayload = typed(&json)?;
+            Record::Authority(AuthorityEvent {
+                envelope,
+                payload,
+                wire: Wire::new(bytes, json),
+            })
+        }
+        RecordKind::Watch => {
+            let envelope: WatchEnvelope = typed(&json)?;
+            let payload: WatchPayload = typed(&json)?;
+            Record::Watch(WatchEvent {
+                envelope,
+                payload,
+                wire: Wire::new(bytes, json),
+            })
+        }
+        RecordKind::Hydrate => {
+            let payload: HydratePayload = typed(&json)?;
+            let (protocol_version, timestamp) = envelope_strings(&json);
+            Record::Hydrate(HydrateRecord {
+                protocol_version,
+                timestamp,
+                payload,
+                wire: Wire::new(bytes, json),
+            })
+        }
+        RecordKind::Control => {
+            let payload: ControlPayload = typed(&json)?;
+            let (protocol_version, _) = envelope_strings(&json);
+            Record::Control(ControlMessage {
+                protocol_version,
+                payload,
+                wire: Wire::new(bytes, json),
+            })
+        }
+    })
+}
+
+fn envelope_strings(json: &Map<String, Value>) -> (String, String) {
+    let get = |k: &str| {
+        json.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    (get("protocolVersion"), get("timestamp"))
+}
