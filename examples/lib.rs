@@ -1,1 +1,1 @@
-//! x
+//! Shared helpers for the runnable examples (`cargo run --example NAME`).

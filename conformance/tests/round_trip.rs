@@ -2,6 +2,8 @@
 //! without unknown fields, and the typed model checked against every
 //! structurally valid mutant.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a panic is a failure report
+
 use narad_conformance::{load_traces, mutate::mutations, require_spec};
 use narad_core::{Parsed, Record, ValidationCode, Validator};
 use serde_json::{json, Value};

@@ -3,6 +3,8 @@
 //! of mutated records, except the documented cases in `conformance/NOTES.md`
 //! where the spec prose is stricter than the schemas (see [`prose_rule`]).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a panic is a failure report
+
 use narad_conformance::{load_schemas, load_traces, mutate::mutations, require_spec};
 use narad_core::{Validator, Verdict};
 use serde_json::{Map, Value};

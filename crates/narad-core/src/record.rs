@@ -12,6 +12,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// One validated Narad record of any of the four kinds.
+// Authority events are the common case and the largest; boxing them would
+// add an allocation per journal record to save space on the rare others.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Record {
     /// Authority event.
@@ -96,6 +99,7 @@ impl Record {
 }
 
 /// The result of parsing one record that is not an error.
+#[allow(clippy::large_enum_variant)] // see `Record`
 #[derive(Debug, Clone, PartialEq)]
 pub enum Parsed {
     /// A valid record.
@@ -248,4 +252,54 @@ fn envelope_strings(json: &Map<String, Value>) -> (String, String) {
             .to_owned()
     };
     (get("protocolVersion"), get("timestamp"))
+}
+
+impl AuthorityEvent {
+    /// Builds an authority event from its typed parts, serializes it once and
+    /// validates the result, so a built event is exactly as valid as a parsed
+    /// one and its [`Wire`] bytes are the bytes to append.
+    ///
+    /// ```
+    /// use narad_core::model::{AuthorityEnvelope, AuthorityEvent, AuthorityPayload};
+    /// let env = AuthorityEnvelope {
+    ///     protocol_version: "narad/v1".into(), event_id: "e1".into(),
+    ///     timestamp: "2026-08-05T00:00:00Z".into(), session_id: "s1".into(), session_sequence: 1,
+    ///     workflow_id: None, workflow_sequence: None, root_run_id: Some("r1".into()),
+    ///     run_id: Some("r1".into()), sequence: Some(1), parent_run_id: None,
+    ///     parent_tool_call_id: None, node_id: None,
+    /// };
+    /// let ev = AuthorityEvent::new(env.clone(), AuthorityPayload::RunStarted { client_executor_id: None })?;
+    /// assert!(std::str::from_utf8(ev.wire.bytes()).unwrap().contains(r#""type":"run.started""#));
+    /// // Breaking a structural rule is refused at build time.
+    /// let bad = AuthorityEnvelope { root_run_id: None, ..env };
+    /// assert!(AuthorityEvent::new(bad, AuthorityPayload::RunStarted { client_executor_id: None }).is_err());
+    /// # Ok::<(), narad_core::ValidationError>(())
+    /// ```
+    pub fn new(envelope: AuthorityEnvelope, payload: AuthorityPayload) -> Result<Self, E> {
+        let mismatch =
+            |e: serde_json::Error| E::new(C::ModelMismatch, None, format!("cannot serialize: {e}"));
+        let mut json = Map::new();
+        // `type` first, then the envelope, then the body: a stable, readable order.
+        if let Value::Object(p) = serde_json::to_value(&payload).map_err(mismatch)? {
+            if let Some(t) = p.get("type") {
+                json.insert("type".into(), t.clone());
+            }
+            if let Value::Object(e) = serde_json::to_value(&envelope).map_err(mismatch)? {
+                json.extend(e);
+            }
+            json.extend(p);
+        }
+        let bytes = serde_json::to_vec(&json).map_err(mismatch)?;
+        match Validator::default().parse_bytes(Bytes::from(bytes))? {
+            Parsed::Record {
+                record: Record::Authority(ev),
+                ..
+            } => Ok(ev),
+            _ => Err(E::new(
+                C::ModelMismatch,
+                None,
+                "built record is not an authority event",
+            )),
+        }
+    }
 }
