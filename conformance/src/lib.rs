@@ -34,7 +34,11 @@ pub fn require_spec(test: &str) -> Option<PathBuf> {
             dir.display()
         );
     }
-    eprintln!(
+    // Written to stderr directly, not with `eprintln!`, which libtest captures
+    // and hides for passing tests: a skip must be seen.
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
         "SKIPPED {test}: published spec not found at {} (set NARAD_SPEC_DIR or place ../shared/narad-spec beside the repo)",
         dir.display()
     );

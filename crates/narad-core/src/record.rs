@@ -244,6 +244,16 @@ fn build(kind: RecordKind, bytes: Bytes, json: Map<String, Value>) -> Result<Rec
     })
 }
 
+#[derive(serde::Serialize)]
+struct Ordered<'a> {
+    #[serde(rename = "type")]
+    ty: &'a Value,
+    #[serde(flatten)]
+    envelope: &'a AuthorityEnvelope,
+    #[serde(flatten)]
+    body: &'a Map<String, Value>,
+}
+
 fn envelope_strings(json: &Map<String, Value>) -> (String, String) {
     let get = |k: &str| {
         json.get(k)
@@ -278,18 +288,22 @@ impl AuthorityEvent {
     pub fn new(envelope: AuthorityEnvelope, payload: AuthorityPayload) -> Result<Self, E> {
         let mismatch =
             |e: serde_json::Error| E::new(C::ModelMismatch, None, format!("cannot serialize: {e}"));
-        let mut json = Map::new();
-        // `type` first, then the envelope, then the body: a stable, readable order.
-        if let Value::Object(p) = serde_json::to_value(&payload).map_err(mismatch)? {
-            if let Some(t) = p.get("type") {
-                json.insert("type".into(), t.clone());
-            }
-            if let Value::Object(e) = serde_json::to_value(&envelope).map_err(mismatch)? {
-                json.extend(e);
-            }
-            json.extend(p);
-        }
-        let bytes = serde_json::to_vec(&json).map_err(mismatch)?;
+        let Value::Object(mut body) = serde_json::to_value(&payload).map_err(mismatch)? else {
+            return Err(E::new(
+                C::ModelMismatch,
+                None,
+                "payload did not serialize to an object",
+            ));
+        };
+        let ty = body.remove("type").unwrap_or(Value::Null);
+        // Written in a fixed, readable order: `type`, the envelope in its
+        // declaration order, then the body.
+        let bytes = serde_json::to_vec(&Ordered {
+            ty: &ty,
+            envelope: &envelope,
+            body: &body,
+        })
+        .map_err(mismatch)?;
         match Validator::default().parse_bytes(Bytes::from(bytes))? {
             Parsed::Record {
                 record: Record::Authority(ev),
