@@ -24,6 +24,7 @@
 //! # Ok::<(), narad_core::ValidationError>(())
 //! ```
 
+pub mod checker;
 pub mod error;
 pub mod limits;
 pub mod model;

@@ -1,0 +1,1155 @@
+//! The journal checker: reduces a stream of records deterministically and
+//! refuses the first record that breaks a rule the spec states as MUST and
+//! that can be checked from the records themselves.
+//!
+//! Scope of this first slice: identity and deduplication (§4.1), the three
+//! ordering domains (§4.2), the run state machine and open-work invariant
+//! (§6.1–6.4), the session slot (§3.1), stop (§6.3), interrupts and their
+//! adjacency (§7.6–7.7), tool calls (§7.8–7.9), workflows (§6.5), progress
+//! (§9.8), graph hydrate anchoring (§9.7), watch revisions (§8) and
+//! transcript snapshots moving the session cursor (§9.3). Conversation
+//! content, state documents and client-control rules come later.
+//!
+//! No clock, no randomness, no IO: the same records always give the same
+//! verdict.
+
+use crate::model::{
+    AuthorityEvent, AuthorityPayload, Cursor, Executor, HydratePayload, InterruptScope,
+};
+use crate::record::{Parsed, Record};
+use crate::validate::Validator;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// Why the checker refused a record: the record's index in the stream, a
+/// stable code, the spec section of the rule, and a sanitized message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message} (§{section})")]
+pub struct Rejection {
+    /// 0-based index of the offending record in the stream.
+    pub index: usize,
+    /// Stable machine code, e.g. `interrupt_pause_adjacency`.
+    pub code: &'static str,
+    /// Spec section of the rule.
+    pub section: &'static str,
+    /// Sanitized explanation (ids only, never payload values).
+    pub message: String,
+}
+
+/// What the checker did with an accepted record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// A new fact, applied.
+    Applied,
+    /// A redelivered fact with identical data: no change.
+    Duplicate,
+    /// Covered by a transcript snapshot already applied, or of an inactive profile.
+    Skipped,
+}
+
+/// The lifecycle state of a run (§6.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunState {
+    /// Running.
+    Running,
+    /// Paused.
+    Paused,
+    /// Finished.
+    Finished,
+    /// Error.
+    Error,
+    /// Cancelled.
+    Cancelled,
+}
+
+impl RunState {
+    /// Finished, error or cancelled.
+    pub const fn is_terminal(self) -> bool {
+        matches!(self, Self::Finished | Self::Error | Self::Cancelled)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Run {
+    root: String,
+    parent: Option<String>,
+    workflow: Option<String>,
+    client_executor: Option<String>,
+    state: RunState,
+    stop_requested: bool,
+    open_pause: Option<String>,
+    open_interrupt: Option<OpenInterrupt>,
+    open_children: BTreeSet<String>,
+    open_tools: BTreeSet<String>,
+}
+
+#[derive(Debug, Clone)]
+struct OpenInterrupt {
+    id: String,
+    wait_id: String,
+    actions: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ToolState {
+    Open,
+    Finished,
+}
+
+#[derive(Debug, Clone)]
+struct Tool {
+    run: String,
+    state: ToolState,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Workflow {
+    terminal: bool,
+    open_runs: BTreeSet<String>,
+    active_top_run: Option<String>,
+    open_pause: Option<String>,
+    open_interrupt: Option<OpenInterrupt>,
+}
+
+/// An interrupt whose matching pause must be the very next event of its journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Adjacency {
+    Run {
+        root: String,
+        run: String,
+        wait_id: String,
+        interrupt_id: String,
+    },
+    Workflow {
+        workflow: String,
+        wait_id: String,
+        interrupt_id: String,
+    },
+}
+
+#[derive(Debug, Clone, Default)]
+struct GraphScope {
+    revision: u64,
+    cursor: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Session {
+    head: u64,
+    /// Session position covered by the last transcript snapshot (§9.3).
+    covered: u64,
+    /// eventId -> fingerprint of the record's JSON value.
+    seen: BTreeMap<String, u64>,
+    workflow_heads: BTreeMap<String, u64>,
+    run_heads: BTreeMap<String, u64>,
+    runs: BTreeMap<String, Run>,
+    tools: BTreeMap<String, Tool>,
+    workflows: BTreeMap<String, Workflow>,
+    /// The session slot: an active independent top-level run or workflow.
+    slot: Option<Slot>,
+    pending: Vec<Adjacency>,
+    graphs: BTreeMap<String, GraphScope>,
+    watch: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Slot {
+    Run(String),
+    Workflow(String),
+}
+
+/// The journal checker over any number of sessions and workspaces.
+///
+/// ```
+/// use narad_core::checker::Checker;
+/// let journal = [
+///     r#"{"type":"run.started","protocolVersion":"narad/v1","eventId":"e1","timestamp":"2026-08-05T00:00:00Z","sessionId":"s","sessionSequence":1,"rootRunId":"r","runId":"r","sequence":1}"#,
+///     r#"{"type":"run.finished","protocolVersion":"narad/v1","eventId":"e2","timestamp":"2026-08-05T00:00:01Z","sessionId":"s","sessionSequence":2,"rootRunId":"r","runId":"r","sequence":2}"#,
+///     r#"{"type":"run.finished","protocolVersion":"narad/v1","eventId":"e3","timestamp":"2026-08-05T00:00:02Z","sessionId":"s","sessionSequence":3,"rootRunId":"r","runId":"r","sequence":3}"#,
+/// ];
+/// let mut c = Checker::default();
+/// c.push_bytes(journal[0].as_bytes()).unwrap();
+/// c.push_bytes(journal[1].as_bytes()).unwrap();
+/// c.push_bytes(journal[1].as_bytes()).unwrap(); // redelivery: a no-op
+/// let err = c.push_bytes(journal[2].as_bytes()).unwrap_err();
+/// assert_eq!((err.index, err.code), (3, "run_terminated"));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Checker {
+    validator: Validator,
+    sessions: BTreeMap<String, Session>,
+    workspaces: BTreeMap<String, (BTreeMap<String, u64>, u64)>,
+    index: usize,
+}
+
+type R<T = ()> = Result<T, (&'static str, &'static str, String)>;
+
+fn fail<T>(code: &'static str, section: &'static str, message: impl Into<String>) -> R<T> {
+    Err((code, section, message.into()))
+}
+
+impl Checker {
+    /// A checker that parses with `validator` (its profiles decide what is ignorable).
+    pub fn new(validator: Validator) -> Self {
+        Self {
+            validator,
+            ..Self::default()
+        }
+    }
+
+    /// Number of records pushed so far (accepted or not).
+    pub fn records_seen(&self) -> usize {
+        self.index
+    }
+
+    /// The session head (`sessionSequence` of the last applied event, or the
+    /// cursor of the last transcript snapshot), if the session is known.
+    pub fn session_head(&self, session_id: &str) -> Option<u64> {
+        self.sessions.get(session_id).map(|s| s.head)
+    }
+
+    /// The state of a run, if it started.
+    pub fn run_state(&self, session_id: &str, run_id: &str) -> Option<RunState> {
+        self.sessions
+            .get(session_id)?
+            .runs
+            .get(run_id)
+            .map(|r| r.state)
+    }
+
+    /// Parses, validates and applies one record.
+    pub fn push_bytes(&mut self, bytes: &[u8]) -> Result<Applied, Rejection> {
+        let index = self.index;
+        self.index += 1;
+        let parsed = self.validator.parse(bytes).map_err(|e| Rejection {
+            index,
+            code: e.code.as_str(),
+            section: "5",
+            message: e.to_string(),
+        })?;
+        match parsed {
+            Parsed::Ignorable { .. } => Ok(Applied::Skipped),
+            Parsed::Record { record, .. } => self.apply(index, &record),
+        }
+    }
+
+    /// Applies one already-parsed record.
+    pub fn push(&mut self, record: &Record) -> Result<Applied, Rejection> {
+        let index = self.index;
+        self.index += 1;
+        self.apply(index, record)
+    }
+
+    fn apply(&mut self, index: usize, record: &Record) -> Result<Applied, Rejection> {
+        let out = match record {
+            Record::Authority(ev) => self.authority(ev),
+            Record::Watch(w) => self.watch(w),
+            Record::Hydrate(h) => self.hydrate(h),
+            Record::Control(_) => Ok(Applied::Applied),
+        };
+        out.map_err(|(code, section, message)| Rejection {
+            index,
+            code,
+            section,
+            message,
+        })
+    }
+
+    fn watch(&mut self, w: &crate::model::WatchEvent) -> R<Applied> {
+        use crate::model::WatchPayload as W;
+        let fp = fingerprint(&serde_json::Value::Object(w.wire.json().clone()));
+        let (seen, key) = match &w.payload {
+            W::WorkspaceRevision { workspace_id, .. }
+            | W::SessionCreated { workspace_id, .. }
+            | W::SessionUpdated { workspace_id, .. }
+            | W::SessionArchived { workspace_id, .. } => {
+                let ws = self.workspaces.entry(workspace_id.clone()).or_default();
+                if let Some(dup) = dedup(&mut ws.0, &w.envelope.event_id, fp)? {
+                    return Ok(dup);
+                }
+                if w.envelope.revision < ws.1 {
+                    return fail(
+                        "watch_revision_regress",
+                        "8",
+                        format!("workspace {workspace_id} revision regressed"),
+                    );
+                }
+                ws.1 = w.envelope.revision;
+                return Ok(Applied::Applied);
+            }
+            W::SessionRevision { session_id } => (session_id, format!("session:{session_id}")),
+            W::RunRevision {
+                session_id, run_id, ..
+            } => (session_id, format!("run:{run_id}")),
+            W::WorkflowRevision {
+                session_id,
+                workflow_id,
+                ..
+            } => (session_id, format!("workflow:{workflow_id}")),
+            W::NodeRevision {
+                session_id,
+                workflow_id,
+                node_id,
+            } => (session_id, format!("node:{workflow_id}/{node_id}")),
+        };
+        let s = self.sessions.entry(seen.clone()).or_default();
+        if let Some(dup) = dedup(&mut s.seen, &w.envelope.event_id, fp)? {
+            return Ok(dup);
+        }
+        if let Some(Cursor::Session {
+            session_sequence, ..
+        }) = &w.envelope.cursor
+        {
+            if *session_sequence > s.head {
+                return fail(
+                    "watch_cursor_ahead",
+                    "8",
+                    "watch cursor is ahead of the session's authority",
+                );
+            }
+        }
+        let last = s.watch.entry(key).or_insert(0);
+        if w.envelope.revision < *last {
+            return fail(
+                "watch_revision_regress",
+                "8",
+                "watch revision regressed within its scope",
+            );
+        }
+        *last = w.envelope.revision;
+        Ok(Applied::Applied)
+    }
+
+    fn hydrate(&mut self, h: &crate::HydrateRecord) -> R<Applied> {
+        match &h.payload {
+            HydratePayload::MessagesSnapshot {
+                session_id,
+                covers_through_session_sequence,
+                ..
+            } => {
+                let s = self.sessions.entry(session_id.clone()).or_default();
+                // §9.3: authority with greater sessionSequence applies after it.
+                s.head = s.head.max(*covers_through_session_sequence);
+                s.covered = s.covered.max(*covers_through_session_sequence);
+                Ok(Applied::Applied)
+            }
+            HydratePayload::GraphSnapshot { anchor, .. }
+            | HydratePayload::GraphDelta { anchor, .. } => {
+                let is_delta = matches!(h.payload, HydratePayload::GraphDelta { .. });
+                let s = self.sessions.entry(anchor.session_id.clone()).or_default();
+                let (key, cursor) = match (
+                    &anchor.root_run_id,
+                    &anchor.source_run_cursor,
+                    &anchor.workflow_id,
+                    &anchor.source_workflow_cursor,
+                ) {
+                    (Some(root), Some(c), _, _) => {
+                        if s.runs.get(root).is_none_or(|r| r.root != *root) {
+                            return fail(
+                                "graph_unknown_root",
+                                "9.7",
+                                format!("graph rootRunId {root} has not started in this session"),
+                            );
+                        }
+                        if c.root_run_id.as_ref().is_some_and(|r| r != root) {
+                            return fail(
+                                "graph_cursor_root_mismatch",
+                                "9.7",
+                                "sourceRunCursor names another root run",
+                            );
+                        }
+                        let head = s.run_heads.get(root).copied().unwrap_or(0);
+                        if c.sequence > head {
+                            return fail(
+                                "graph_cursor_ahead",
+                                "9.7",
+                                format!(
+                                    "graph cursor {} is ahead of run journal {root} at {head}",
+                                    c.sequence
+                                ),
+                            );
+                        }
+                        (format!("run:{root}"), c.sequence)
+                    }
+                    (_, _, Some(wf), Some(c)) => {
+                        let head = s.workflow_heads.get(wf).copied().unwrap_or(0);
+                        if c.sequence > head {
+                            return fail(
+                                "graph_cursor_ahead",
+                                "9.7",
+                                format!("graph cursor is ahead of workflow {wf}"),
+                            );
+                        }
+                        (format!("workflow:{wf}"), c.sequence)
+                    }
+                    _ => {
+                        return fail(
+                            "graph_scope_invalid",
+                            "9.7",
+                            "graph record lacks its scope anchor",
+                        )
+                    }
+                };
+                let scope = s.graphs.entry(key).or_default();
+                if is_delta {
+                    if let HydratePayload::GraphDelta { base_revision, .. } = &h.payload {
+                        if *base_revision != scope.revision {
+                            return fail("graph_revision_gap", "9.7", "graph delta does not apply to the current revision; request a snapshot");
+                        }
+                    }
+                }
+                if anchor.revision > scope.revision && cursor < scope.cursor {
+                    return fail(
+                        "graph_cursor_regress",
+                        "9.7",
+                        "graph source cursor regressed across increasing revisions",
+                    );
+                }
+                scope.revision = anchor.revision;
+                scope.cursor = scope.cursor.max(cursor);
+                Ok(Applied::Applied)
+            }
+        }
+    }
+
+    fn authority(&mut self, ev: &AuthorityEvent) -> R<Applied> {
+        let env = &ev.envelope;
+        let s = self.sessions.entry(env.session_id.clone()).or_default();
+        let fp = fingerprint(&serde_json::Value::Object(ev.wire.json().clone()));
+        if let Some(dup) = dedup(&mut s.seen, &env.event_id, fp)? {
+            return Ok(dup);
+        }
+        if env.session_sequence <= s.head {
+            s.seen.remove(&env.event_id);
+            if env.session_sequence <= s.covered {
+                // Covered by a transcript snapshot and never delivered before.
+                return Ok(Applied::Skipped);
+            }
+            return fail(
+                "session_sequence_reused",
+                "4.2",
+                format!(
+                    "sessionSequence {} is already taken by another event",
+                    env.session_sequence
+                ),
+            );
+        }
+        if env.session_sequence != s.head + 1 {
+            s.seen.remove(&env.event_id);
+            return fail(
+                "session_sequence_gap",
+                "4.2",
+                format!(
+                    "sessionSequence {} does not follow {}",
+                    env.session_sequence, s.head
+                ),
+            );
+        }
+        let result = s.apply(ev);
+        match result {
+            Ok(()) => {
+                s.head = env.session_sequence;
+                Ok(Applied::Applied)
+            }
+            Err(e) => {
+                s.seen.remove(&env.event_id);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// `Some(Duplicate)` for an identical redelivery, an error for the same id
+/// with different data, `None` for a new event (now recorded).
+fn dedup(seen: &mut BTreeMap<String, u64>, event_id: &str, fp: u64) -> R<Option<Applied>> {
+    match seen.get(event_id) {
+        Some(prev) if *prev == fp => Ok(Some(Applied::Duplicate)),
+        Some(_) => fail(
+            "duplicate_event_conflict",
+            "4.1",
+            format!("eventId {event_id} was delivered before with different data"),
+        ),
+        None => {
+            seen.insert(event_id.to_owned(), fp);
+            Ok(None)
+        }
+    }
+}
+
+/// A stable 64-bit FNV-1a fingerprint of a JSON value's canonical form
+/// (object keys in order, as `serde_json::Map` keeps them sorted), so a
+/// re-encoded redelivery of the same fact matches.
+fn fingerprint(v: &serde_json::Value) -> u64 {
+    let text = v.to_string();
+    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl Session {
+    fn apply(&mut self, ev: &AuthorityEvent) -> R {
+        let env = &ev.envelope;
+        // Ordering domains (§4.2), checked before any state change.
+        if let (Some(wf), Some(seq)) = (&env.workflow_id, env.workflow_sequence) {
+            let head = self.workflow_heads.get(wf).copied().unwrap_or(0);
+            if seq != head + 1 {
+                return fail(
+                    "workflow_sequence_gap",
+                    "4.2",
+                    format!("workflowSequence {seq} of {wf} does not follow {head}"),
+                );
+            }
+        }
+        if let (Some(root), Some(seq)) = (&env.root_run_id, env.sequence) {
+            let head = self.run_heads.get(root).copied().unwrap_or(0);
+            if seq != head + 1 {
+                return fail(
+                    "run_sequence_gap",
+                    "4.2",
+                    format!("sequence {seq} of run journal {root} does not follow {head}"),
+                );
+            }
+        }
+        self.check_adjacency(ev)?;
+        self.transition(ev)?;
+        if let (Some(wf), Some(seq)) = (&env.workflow_id, env.workflow_sequence) {
+            self.workflow_heads.insert(wf.clone(), seq);
+        }
+        if let (Some(root), Some(seq)) = (&env.root_run_id, env.sequence) {
+            self.run_heads.insert(root.clone(), seq);
+        }
+        Ok(())
+    }
+
+    /// §7.6: a blocking interrupt is followed *consecutively in its journal*
+    /// by the matching pause; nothing else of that journal may come between.
+    fn check_adjacency(&mut self, ev: &AuthorityEvent) -> R {
+        let env = &ev.envelope;
+        let mut i = 0;
+        while i < self.pending.len() {
+            let (in_journal, satisfied) = match &self.pending[i] {
+                Adjacency::Run {
+                    root,
+                    run,
+                    wait_id,
+                    interrupt_id,
+                } => (
+                    env.root_run_id.as_deref() == Some(root.as_str()),
+                    env.run_id.as_deref() == Some(run.as_str())
+                        && matches!(&ev.payload, AuthorityPayload::RunPaused { wait_id: w, interrupt_id: Some(i), .. } if w == wait_id && i == interrupt_id),
+                ),
+                Adjacency::Workflow {
+                    workflow,
+                    wait_id,
+                    interrupt_id,
+                } => (
+                    env.workflow_id.as_deref() == Some(workflow.as_str()),
+                    matches!(&ev.payload, AuthorityPayload::WorkflowPaused { wait_id: w, interrupt_id: i, .. } if w == wait_id && i == interrupt_id),
+                ),
+            };
+            if in_journal {
+                if !satisfied {
+                    return fail("interrupt_pause_adjacency", "7.6", "an interrupt must be followed consecutively in its journal by the matching pause");
+                }
+                self.pending.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn run_mut(&mut self, run_id: &str) -> R<&mut Run> {
+        match self.runs.get_mut(run_id) {
+            Some(r) => Ok(r),
+            None => fail(
+                "run_not_started",
+                "7.1",
+                format!("run {run_id} has not started"),
+            ),
+        }
+    }
+
+    fn open_run(&mut self, run_id: &str) -> R<&mut Run> {
+        let run = self.run_mut(run_id)?;
+        if run.state.is_terminal() {
+            return fail(
+                "run_terminated",
+                "6.1",
+                format!("run {run_id} already reached a terminal"),
+            );
+        }
+        Ok(run)
+    }
+
+    fn transition(&mut self, ev: &AuthorityEvent) -> R {
+        use AuthorityPayload as P;
+        let env = &ev.envelope;
+        let run_id = env.run_id.clone().unwrap_or_default();
+        let root = env.root_run_id.clone().unwrap_or_default();
+        // Every run-tree event other than run.started needs its run started,
+        // in the same root journal.
+        if env.run_id.is_some() && !matches!(ev.payload, P::RunStarted { .. }) {
+            let run = self.run_mut(&run_id)?;
+            if run.root != root {
+                return fail(
+                    "run_root_mismatch",
+                    "3.3",
+                    format!("run {run_id} belongs to another root journal"),
+                );
+            }
+        }
+        match &ev.payload {
+            P::RunStarted { client_executor_id } => {
+                self.run_started(env, &run_id, &root, client_executor_id.clone())
+            }
+            P::RunPaused { wait_id, .. } => {
+                let run = self.open_run(&run_id)?;
+                if run.state != RunState::Running {
+                    return fail(
+                        "run_not_running",
+                        "6.1",
+                        format!("run {run_id} is not running"),
+                    );
+                }
+                if run.open_pause.is_some() {
+                    return fail(
+                        "pause_already_open",
+                        "7.2",
+                        "at most one pause cycle is open per run",
+                    );
+                }
+                run.state = RunState::Paused;
+                run.open_pause = Some(wait_id.clone());
+                Ok(())
+            }
+            P::RunResumed { wait_id } => {
+                let run = self.open_run(&run_id)?;
+                if run.state != RunState::Paused {
+                    return fail(
+                        "run_not_paused",
+                        "6.1",
+                        format!("run {run_id} is not paused"),
+                    );
+                }
+                if run.open_pause.as_deref() != Some(wait_id.as_str()) {
+                    return fail(
+                        "wait_mismatch",
+                        "7.3",
+                        "run.resumed waitId does not match the active pause",
+                    );
+                }
+                if run
+                    .open_interrupt
+                    .as_ref()
+                    .is_some_and(|i| i.wait_id == *wait_id)
+                {
+                    return fail(
+                        "interrupt_unresolved",
+                        "7.7",
+                        "the pause's interrupt must be resolved before resuming",
+                    );
+                }
+                run.state = RunState::Running;
+                run.open_pause = None;
+                Ok(())
+            }
+            P::RunStopRequested { target_run_id } => {
+                let Some(target) = self.runs.get_mut(target_run_id) else {
+                    return fail(
+                        "stop_target_invalid",
+                        "7.4",
+                        format!("stop target {target_run_id} has not started"),
+                    );
+                };
+                if target.state.is_terminal() || target.root != root {
+                    return fail(
+                        "stop_target_invalid",
+                        "7.4",
+                        "stop target must be open and of the same journal",
+                    );
+                }
+                target.stop_requested = true;
+                Ok(())
+            }
+            P::RunFinished { .. } | P::RunError { .. } | P::RunCancelled { .. } => {
+                let state = match &ev.payload {
+                    P::RunFinished { .. } => RunState::Finished,
+                    P::RunError { .. } => RunState::Error,
+                    _ => RunState::Cancelled,
+                };
+                self.run_terminal(&run_id, state)
+            }
+            P::InterruptRequested {
+                interrupt_id,
+                wait_id,
+                actions,
+                scope,
+                ..
+            } => {
+                let open = OpenInterrupt {
+                    id: interrupt_id.clone(),
+                    wait_id: wait_id.clone(),
+                    actions: actions.clone(),
+                };
+                if *scope == Some(InterruptScope::Workflow) {
+                    let wf_id = env.workflow_id.clone().unwrap_or_default();
+                    let wf = self.open_workflow(&wf_id)?;
+                    if wf.open_interrupt.is_some() {
+                        return fail(
+                            "interrupt_already_open",
+                            "3.4",
+                            "the workflow already has an open interrupt",
+                        );
+                    }
+                    wf.open_interrupt = Some(open);
+                    self.pending.push(Adjacency::Workflow {
+                        workflow: wf_id,
+                        wait_id: wait_id.clone(),
+                        interrupt_id: interrupt_id.clone(),
+                    });
+                    return Ok(());
+                }
+                let run = self.open_run(&run_id)?;
+                if run.state != RunState::Running {
+                    return fail(
+                        "run_not_running",
+                        "7.6",
+                        "an interrupt is requested by a running run",
+                    );
+                }
+                if run.open_interrupt.is_some() {
+                    return fail(
+                        "interrupt_already_open",
+                        "3.4",
+                        format!("run {run_id} already has an open interrupt"),
+                    );
+                }
+                run.open_interrupt = Some(open);
+                self.pending.push(Adjacency::Run {
+                    root,
+                    run: run_id,
+                    wait_id: wait_id.clone(),
+                    interrupt_id: interrupt_id.clone(),
+                });
+                Ok(())
+            }
+            P::InterruptResolved {
+                interrupt_id,
+                wait_id,
+                decision,
+                members,
+                scope,
+                ..
+            } => {
+                let slot = if *scope == Some(InterruptScope::Workflow) || env.run_id.is_none() {
+                    let wf_id = env.workflow_id.clone().unwrap_or_default();
+                    &mut self.open_workflow(&wf_id)?.open_interrupt
+                } else {
+                    &mut self.open_run(&run_id)?.open_interrupt
+                };
+                let Some(open) = slot.as_ref().filter(|i| i.id == *interrupt_id) else {
+                    return fail(
+                        "interrupt_unknown",
+                        "7.7",
+                        format!("interrupt {interrupt_id} is not open here"),
+                    );
+                };
+                if open.wait_id != *wait_id {
+                    return fail(
+                        "wait_mismatch",
+                        "7.7",
+                        "interrupt.resolved waitId does not match the request",
+                    );
+                }
+                let valid = |d: &str| d == "expired" || open.actions.iter().any(|a| a == d);
+                if !valid(decision) {
+                    return fail(
+                        "decision_invalid",
+                        "7.7",
+                        "decision is not one of the request's actions",
+                    );
+                }
+                if let Some(members) = members {
+                    if members.iter().any(|m| !valid(&m.decision)) {
+                        return fail(
+                            "decision_invalid",
+                            "7.7",
+                            "a member decision is not one of the request's actions",
+                        );
+                    }
+                    if members.len() > 1
+                        && fold(members.iter().map(|m| m.decision.as_str())) != *decision
+                    {
+                        return fail(
+                            "members_fold_mismatch",
+                            "7.7",
+                            "decision does not equal the fold of the member decisions",
+                        );
+                    }
+                }
+                *slot = None;
+                Ok(())
+            }
+            P::ToolCallStarted {
+                tool_call_id,
+                executor,
+                ..
+            } => {
+                if self.tools.contains_key(tool_call_id) {
+                    return fail(
+                        "tool_call_duplicate",
+                        "7.8",
+                        format!("toolCallId {tool_call_id} was already used"),
+                    );
+                }
+                let run = self.open_run(&run_id)?;
+                if run.state != RunState::Running {
+                    return fail("run_not_running", "6.4", "no run work while paused");
+                }
+                if run.stop_requested {
+                    return fail(
+                        "run_stop_requested",
+                        "6.3",
+                        "no new tool calls after a stop request",
+                    );
+                }
+                if *executor == Executor::Client && run.client_executor.is_none() {
+                    return fail(
+                        "client_executor_missing",
+                        "3.3",
+                        "executor=client requires the run's clientExecutorId",
+                    );
+                }
+                run.open_tools.insert(tool_call_id.clone());
+                self.tools.insert(
+                    tool_call_id.clone(),
+                    Tool {
+                        run: run_id,
+                        state: ToolState::Open,
+                    },
+                );
+                Ok(())
+            }
+            P::ToolCallFinished { tool_call_id, .. } => {
+                let Some(tool) = self.tools.get_mut(tool_call_id) else {
+                    return fail(
+                        "tool_call_unknown",
+                        "7.9",
+                        format!("tool call {tool_call_id} has not started"),
+                    );
+                };
+                if tool.state == ToolState::Finished {
+                    return fail(
+                        "tool_call_finished_twice",
+                        "7.9",
+                        "exactly one finish follows each start",
+                    );
+                }
+                if tool.run != run_id {
+                    return fail(
+                        "tool_call_run_mismatch",
+                        "3.5",
+                        "a tool call is finished by the run that owns it",
+                    );
+                }
+                tool.state = ToolState::Finished;
+                self.open_run(&run_id)?.open_tools.remove(tool_call_id);
+                Ok(())
+            }
+            P::ProgressRecorded { .. } => {
+                // Started (checked above), same lineage, not terminal (§9.8).
+                self.open_run(&run_id)
+                    .map(drop)
+                    .map_err(|(_, _, m)| ("progress_run_invalid", "9.8", m))
+            }
+            P::WorkflowStarted(_) => {
+                let wf_id = env.workflow_id.clone().unwrap_or_default();
+                if self.workflows.contains_key(&wf_id) {
+                    return fail(
+                        "workflow_already_started",
+                        "6.5",
+                        format!("workflow {wf_id} already started"),
+                    );
+                }
+                if self.slot.is_some() {
+                    return fail(
+                        "session_slot_busy",
+                        "3.1",
+                        "the session already has an active top-level execution",
+                    );
+                }
+                self.slot = Some(Slot::Workflow(wf_id.clone()));
+                self.workflows.insert(wf_id, Workflow::default());
+                Ok(())
+            }
+            P::WorkflowPaused {
+                wait_id,
+                interrupt_id,
+                ..
+            } => {
+                let wf = self.open_workflow(env.workflow_id.as_deref().unwrap_or_default())?;
+                if wf.open_pause.is_some() {
+                    return fail(
+                        "pause_already_open",
+                        "7.6",
+                        "the workflow already has an open pause",
+                    );
+                }
+                if !wf
+                    .open_interrupt
+                    .as_ref()
+                    .is_some_and(|i| i.id == *interrupt_id && i.wait_id == *wait_id)
+                {
+                    return fail(
+                        "interrupt_unknown",
+                        "7.6",
+                        "workflow.paused must name the open workflow interrupt",
+                    );
+                }
+                wf.open_pause = Some(wait_id.clone());
+                Ok(())
+            }
+            P::WorkflowResumed { wait_id } => {
+                let wf = self.open_workflow(env.workflow_id.as_deref().unwrap_or_default())?;
+                if wf.open_pause.as_deref() != Some(wait_id.as_str()) {
+                    return fail(
+                        "wait_mismatch",
+                        "6.5",
+                        "workflow.resumed waitId does not match the open pause",
+                    );
+                }
+                if wf.open_interrupt.is_some() {
+                    return fail(
+                        "interrupt_unresolved",
+                        "7.7",
+                        "the workflow's interrupt must be resolved before resuming",
+                    );
+                }
+                wf.open_pause = None;
+                Ok(())
+            }
+            P::WorkflowStepStarted {}
+            | P::WorkflowEdgeTaken { .. }
+            | P::WorkflowCustom(_)
+            | P::WorkflowRaw(_)
+            | P::NodeCustom(_)
+            | P::NodeRaw(_) => self
+                .open_workflow(env.workflow_id.as_deref().unwrap_or_default())
+                .map(drop),
+            P::WorkflowFinished(_) | P::WorkflowError(_) | P::WorkflowCancelled(_) => {
+                let wf_id = env.workflow_id.clone().unwrap_or_default();
+                let wf = self.open_workflow(&wf_id)?;
+                if !wf.open_runs.is_empty() {
+                    return fail(
+                        "workflow_open_runs",
+                        "6.5",
+                        "a workflow terminal while runs of it are open",
+                    );
+                }
+                if wf.open_pause.is_some() || wf.open_interrupt.is_some() {
+                    return fail(
+                        "open_work",
+                        "6.5",
+                        "a workflow terminal while its pause or interrupt is open",
+                    );
+                }
+                wf.terminal = true;
+                if self.slot == Some(Slot::Workflow(wf_id)) {
+                    self.slot = None;
+                }
+                Ok(())
+            }
+            // Run-scoped extensions need an open run (checked above for run
+            // existence); session-scoped profile events have no lifecycle here.
+            P::RunCustom(_) | P::RunRaw(_) => self.open_run(&run_id).map(drop),
+            _ => Ok(()),
+        }
+    }
+
+    fn open_workflow(&mut self, wf_id: &str) -> R<&mut Workflow> {
+        match self.workflows.get_mut(wf_id) {
+            None => fail(
+                "workflow_not_started",
+                "6.5",
+                format!("workflow {wf_id} has not started"),
+            ),
+            Some(wf) if wf.terminal => fail(
+                "workflow_terminated",
+                "6.5",
+                format!("workflow {wf_id} already reached a terminal"),
+            ),
+            Some(wf) => Ok(wf),
+        }
+    }
+
+    fn run_started(
+        &mut self,
+        env: &crate::model::AuthorityEnvelope,
+        run_id: &str,
+        root: &str,
+        client_executor: Option<String>,
+    ) -> R {
+        if self.runs.contains_key(run_id) {
+            return fail(
+                "run_already_started",
+                "7.1",
+                format!("run {run_id} already started"),
+            );
+        }
+        let top_level = run_id == root;
+        if top_level {
+            if env.parent_run_id.is_some() {
+                return fail(
+                    "parent_invalid",
+                    "3.3",
+                    "a top-level run has no parentRunId",
+                );
+            }
+            match (&env.workflow_id, &self.slot) {
+                (None, Some(_)) => {
+                    return fail(
+                        "session_slot_busy",
+                        "3.1",
+                        "the session already has an active top-level execution",
+                    )
+                }
+                (None, None) => self.slot = Some(Slot::Run(run_id.to_owned())),
+                (Some(wf_id), _) => {
+                    let wf = self.open_workflow(wf_id)?;
+                    if wf.active_top_run.is_some() {
+                        return fail(
+                            "workflow_slot_busy",
+                            "3.2",
+                            "the workflow already has an active top-level run",
+                        );
+                    }
+                    wf.active_top_run = Some(run_id.to_owned());
+                }
+            }
+        } else {
+            let Some(parent_id) = env.parent_run_id.as_deref() else {
+                return fail(
+                    "parent_invalid",
+                    "3.3",
+                    "a nested run names its parentRunId",
+                );
+            };
+            let Some(parent) = self.runs.get_mut(parent_id) else {
+                return fail(
+                    "parent_invalid",
+                    "3.3",
+                    format!("parent run {parent_id} has not started"),
+                );
+            };
+            if parent.root != root || parent.workflow != env.workflow_id {
+                return fail(
+                    "parent_invalid",
+                    "3.3",
+                    "the parent run is of another root journal or workflow",
+                );
+            }
+            if parent.state != RunState::Running {
+                return fail(
+                    "parent_invalid",
+                    "3.3",
+                    "the parent run must be open and running",
+                );
+            }
+            if parent.stop_requested {
+                return fail(
+                    "run_stop_requested",
+                    "6.3",
+                    "no new child runs after a stop request",
+                );
+            }
+            parent.open_children.insert(run_id.to_owned());
+        }
+        if let Some(wf_id) = &env.workflow_id {
+            self.open_workflow(wf_id)?
+                .open_runs
+                .insert(run_id.to_owned());
+        }
+        self.runs.insert(
+            run_id.to_owned(),
+            Run {
+                root: root.to_owned(),
+                parent: env.parent_run_id.clone(),
+                workflow: env.workflow_id.clone(),
+                client_executor,
+                state: RunState::Running,
+                stop_requested: false,
+                open_pause: None,
+                open_interrupt: None,
+                open_children: BTreeSet::new(),
+                open_tools: BTreeSet::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// §6.1, §6.2, §7.5: a terminal only from running, with no open work, once.
+    fn run_terminal(&mut self, run_id: &str, state: RunState) -> R {
+        let run = self.open_run(run_id)?;
+        if run.state == RunState::Paused {
+            return fail(
+                "run_paused",
+                "6.1",
+                "a paused run must resume before a terminal",
+            );
+        }
+        let open = [
+            (!run.open_children.is_empty(), "a child run"),
+            (!run.open_tools.is_empty(), "a tool call"),
+            (run.open_interrupt.is_some(), "an interrupt"),
+            (run.open_pause.is_some(), "a pause cycle"),
+        ];
+        if let Some((_, what)) = open.iter().find(|(is_open, _)| *is_open) {
+            return fail(
+                "open_work",
+                "6.2",
+                format!("run {run_id} still owns {what}"),
+            );
+        }
+        run.state = state;
+        let (parent, workflow) = (run.parent.clone(), run.workflow.clone());
+        if let Some(p) = parent.and_then(|p| self.runs.get_mut(&p)) {
+            p.open_children.remove(run_id);
+        }
+        if let Some(wf) = workflow.and_then(|w| self.workflows.get_mut(&w)) {
+            wf.open_runs.remove(run_id);
+            if wf.active_top_run.as_deref() == Some(run_id) {
+                wf.active_top_run = None;
+            }
+        }
+        if self.slot == Some(Slot::Run(run_id.to_owned())) {
+            self.slot = None;
+        }
+        Ok(())
+    }
+}
+
+/// The HITL pack fold of §7.7: stop wins; else all approve; else all
+/// expired; otherwise deny.
+pub fn fold<'a>(decisions: impl Iterator<Item = &'a str> + Clone) -> String {
+    let mut all = decisions.clone();
+    if decisions.clone().any(|d| d == "stop") {
+        "stop".into()
+    } else if all.all(|d| d == "approve") {
+        "approve".into()
+    } else if decisions.clone().all(|d| d == "expired") {
+        "expired".into()
+    } else {
+        "deny".into()
+    }
+}
+
+impl fmt::Display for Applied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Applied::Applied => "applied",
+            Applied::Duplicate => "duplicate",
+            Applied::Skipped => "skipped",
+        })
+    }
+}
