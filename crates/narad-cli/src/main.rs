@@ -1,10 +1,34 @@
 //! The `narad` command-line tool.
 //!
-//! Not implemented yet: `narad validate` arrives with the reducer issue and
-//! the remaining commands with the CLI issue. Until then every invocation
-//! says so and exits 2, the usage-error code.
+//! Implemented today: `narad validate`. The store commands (sessions, show,
+//! export, import, verify, migrate, bench) arrive with the store and CLI
+//! issues.
 
-fn main() -> std::process::ExitCode {
-    eprintln!("narad: no commands are implemented yet (validate, sessions, show, export, import, verify, migrate and bench are planned)");
-    std::process::ExitCode::from(2)
+mod validate;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Narad v1 engine tools.
+#[derive(Debug, Parser)]
+#[command(name = "narad", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check JSONL traces with the journal checker; one line per file.
+    ///
+    /// Prints `FILE: ok (N records)` or `FILE: rejected at line N: CODE: message`.
+    /// Exits 0 if every file is accepted, 1 if any is rejected, 2 on usage or IO errors.
+    Validate(validate::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Validate(args) => validate::run(&args),
+    }
 }

@@ -257,7 +257,7 @@ impl Checker {
 
     fn watch(&mut self, w: &crate::model::WatchEvent) -> R<Applied> {
         use crate::model::WatchPayload as W;
-        let fp = fingerprint(&serde_json::Value::Object(w.wire.json().clone()));
+        let fp = fingerprint(w.wire.json());
         let (seen, key) = match &w.payload {
             W::WorkspaceRevision { workspace_id, .. }
             | W::SessionCreated { workspace_id, .. }
@@ -391,6 +391,11 @@ impl Checker {
                     }
                 };
                 let scope = s.graphs.entry(key).or_default();
+                if scope.revision > 0 && anchor.revision <= scope.revision {
+                    // A stale or repeated graph record (at-least-once delivery):
+                    // the client already holds this revision or a later one.
+                    return Ok(Applied::Skipped);
+                }
                 if is_delta {
                     if let HydratePayload::GraphDelta { base_revision, .. } = &h.payload {
                         if *base_revision != scope.revision {
@@ -415,7 +420,7 @@ impl Checker {
     fn authority(&mut self, ev: &AuthorityEvent) -> R<Applied> {
         let env = &ev.envelope;
         let s = self.sessions.entry(env.session_id.clone()).or_default();
-        let fp = fingerprint(&serde_json::Value::Object(ev.wire.json().clone()));
+        let fp = fingerprint(ev.wire.json());
         if let Some(dup) = dedup(&mut s.seen, &env.event_id, fp)? {
             return Ok(dup);
         }
@@ -476,14 +481,59 @@ fn dedup(seen: &mut BTreeMap<String, u64>, event_id: &str, fp: u64) -> R<Option<
     }
 }
 
-/// A stable 64-bit FNV-1a fingerprint of a JSON value's canonical form
-/// (object keys in order, as `serde_json::Map` keeps them sorted), so a
-/// re-encoded redelivery of the same fact matches.
-fn fingerprint(v: &serde_json::Value) -> u64 {
-    let text = v.to_string();
-    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+/// A stable 64-bit FNV-1a fingerprint of a JSON object's content (keys in
+/// `serde_json::Map` order, which is sorted), so a re-encoded redelivery of
+/// the same fact matches while any changed field does not. Walks the parsed
+/// value in place: no clone, no re-serialization.
+fn fingerprint(map: &serde_json::Map<String, serde_json::Value>) -> u64 {
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    h.object(map);
+    h.0
+}
+
+struct Fnv(u64);
+
+impl Fnv {
+    fn bytes(&mut self, b: &[u8]) {
+        for x in b {
+            self.0 = (self.0 ^ u64::from(*x)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn tagged(&mut self, tag: u8, b: &[u8]) {
+        self.bytes(&[tag]);
+        self.bytes(&(b.len() as u64).to_le_bytes());
+        self.bytes(b);
+    }
+
+    fn object(&mut self, map: &serde_json::Map<String, serde_json::Value>) {
+        self.tagged(b'{', &(map.len() as u64).to_le_bytes());
+        for (k, v) in map {
+            self.tagged(b'k', k.as_bytes());
+            self.value(v);
+        }
+    }
+
+    fn value(&mut self, v: &serde_json::Value) {
+        use serde_json::Value as V;
+        match v {
+            V::Null => self.tagged(b'n', &[]),
+            V::Bool(b) => self.tagged(b'b', &[u8::from(*b)]),
+            V::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                (Some(u), _, _) => self.tagged(b'u', &u.to_le_bytes()),
+                (None, Some(i), _) => self.tagged(b'i', &i.to_le_bytes()),
+                (None, None, f) => {
+                    self.tagged(b'f', &f.unwrap_or(f64::NAN).to_bits().to_le_bytes())
+                }
+            },
+            V::String(s) => self.tagged(b's', s.as_bytes()),
+            V::Array(items) => {
+                self.tagged(b'[', &(items.len() as u64).to_le_bytes());
+                items.iter().for_each(|i| self.value(i));
+            }
+            V::Object(m) => self.object(m),
+        }
+    }
 }
 
 impl Session {
