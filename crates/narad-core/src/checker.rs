@@ -217,6 +217,13 @@ impl Checker {
             .map(|r| r.state)
     }
 
+    /// A deterministic rendering of everything the checker holds (not the
+    /// record counter), for tests of the no-change-on-refusal invariant.
+    #[doc(hidden)]
+    pub fn debug_state(&self) -> String {
+        format!("{:?}{:?}", self.sessions, self.workspaces)
+    }
+
     /// Parses, validates and applies one record.
     pub fn push_bytes(&mut self, bytes: &[u8]) -> Result<Applied, Rejection> {
         let index = self.index;
@@ -258,23 +265,27 @@ impl Checker {
     fn watch(&mut self, w: &crate::model::WatchEvent) -> R<Applied> {
         use crate::model::WatchPayload as W;
         let fp = fingerprint(w.wire.json());
-        let (seen, key) = match &w.payload {
+        let (id, rev) = (&w.envelope.event_id, w.envelope.revision);
+        let (session_id, key) = match &w.payload {
             W::WorkspaceRevision { workspace_id, .. }
             | W::SessionCreated { workspace_id, .. }
             | W::SessionUpdated { workspace_id, .. }
             | W::SessionArchived { workspace_id, .. } => {
+                if let Some((seen, last)) = self.workspaces.get(workspace_id) {
+                    if let Some(dup) = dedup(seen, id, fp)? {
+                        return Ok(dup);
+                    }
+                    if rev < *last {
+                        return fail(
+                            "watch_revision_regress",
+                            "8",
+                            format!("workspace {workspace_id} revision regressed"),
+                        );
+                    }
+                }
                 let ws = self.workspaces.entry(workspace_id.clone()).or_default();
-                if let Some(dup) = dedup(&mut ws.0, &w.envelope.event_id, fp)? {
-                    return Ok(dup);
-                }
-                if w.envelope.revision < ws.1 {
-                    return fail(
-                        "watch_revision_regress",
-                        "8",
-                        format!("workspace {workspace_id} revision regressed"),
-                    );
-                }
-                ws.1 = w.envelope.revision;
+                ws.0.insert(id.clone(), fp);
+                ws.1 = rev;
                 return Ok(Applied::Applied);
             }
             W::SessionRevision { session_id } => (session_id, format!("session:{session_id}")),
@@ -292,15 +303,16 @@ impl Checker {
                 node_id,
             } => (session_id, format!("node:{workflow_id}/{node_id}")),
         };
-        let s = self.sessions.entry(seen.clone()).or_default();
-        if let Some(dup) = dedup(&mut s.seen, &w.envelope.event_id, fp)? {
+        let known = self.sessions.get(session_id);
+        if let Some(dup) = known.map(|s| dedup(&s.seen, id, fp)).transpose()?.flatten() {
             return Ok(dup);
         }
+        let head = known.map_or(0, |s| s.head);
         if let Some(Cursor::Session {
             session_sequence, ..
         }) = &w.envelope.cursor
         {
-            if *session_sequence > s.head {
+            if *session_sequence > head {
                 return fail(
                     "watch_cursor_ahead",
                     "8",
@@ -308,20 +320,21 @@ impl Checker {
                 );
             }
         }
-        let last = s.watch.entry(key).or_insert(0);
-        if w.envelope.revision < *last {
+        if rev < known.and_then(|s| s.watch.get(&key)).copied().unwrap_or(0) {
             return fail(
                 "watch_revision_regress",
                 "8",
                 "watch revision regressed within its scope",
             );
         }
-        *last = w.envelope.revision;
+        let s = self.sessions.entry(session_id.clone()).or_default();
+        s.seen.insert(id.clone(), fp);
+        s.watch.insert(key, rev);
         Ok(Applied::Applied)
     }
 
     fn hydrate(&mut self, h: &crate::HydrateRecord) -> R<Applied> {
-        match &h.payload {
+        let (anchor, base_revision) = match &h.payload {
             HydratePayload::MessagesSnapshot {
                 session_id,
                 covers_through_session_sequence,
@@ -331,101 +344,120 @@ impl Checker {
                 // §9.3: authority with greater sessionSequence applies after it.
                 s.head = s.head.max(*covers_through_session_sequence);
                 s.covered = s.covered.max(*covers_through_session_sequence);
-                Ok(Applied::Applied)
+                return Ok(Applied::Applied);
             }
-            HydratePayload::GraphSnapshot { anchor, .. }
-            | HydratePayload::GraphDelta { anchor, .. } => {
-                let is_delta = matches!(h.payload, HydratePayload::GraphDelta { .. });
-                let s = self.sessions.entry(anchor.session_id.clone()).or_default();
-                let (key, cursor) = match (
-                    &anchor.root_run_id,
-                    &anchor.source_run_cursor,
-                    &anchor.workflow_id,
-                    &anchor.source_workflow_cursor,
-                ) {
-                    (Some(root), Some(c), _, _) => {
-                        if s.runs.get(root).is_none_or(|r| r.root != *root) {
-                            return fail(
-                                "graph_unknown_root",
-                                "9.7",
-                                format!("graph rootRunId {root} has not started in this session"),
-                            );
-                        }
-                        if c.root_run_id.as_ref().is_some_and(|r| r != root) {
-                            return fail(
-                                "graph_cursor_root_mismatch",
-                                "9.7",
-                                "sourceRunCursor names another root run",
-                            );
-                        }
-                        let head = s.run_heads.get(root).copied().unwrap_or(0);
-                        if c.sequence > head {
-                            return fail(
-                                "graph_cursor_ahead",
-                                "9.7",
-                                format!(
-                                    "graph cursor {} is ahead of run journal {root} at {head}",
-                                    c.sequence
-                                ),
-                            );
-                        }
-                        (format!("run:{root}"), c.sequence)
-                    }
-                    (_, _, Some(wf), Some(c)) => {
-                        let head = s.workflow_heads.get(wf).copied().unwrap_or(0);
-                        if c.sequence > head {
-                            return fail(
-                                "graph_cursor_ahead",
-                                "9.7",
-                                format!("graph cursor is ahead of workflow {wf}"),
-                            );
-                        }
-                        (format!("workflow:{wf}"), c.sequence)
-                    }
-                    _ => {
-                        return fail(
-                            "graph_scope_invalid",
-                            "9.7",
-                            "graph record lacks its scope anchor",
-                        )
-                    }
-                };
-                let scope = s.graphs.entry(key).or_default();
-                if scope.revision > 0 && anchor.revision <= scope.revision {
-                    // A stale or repeated graph record (at-least-once delivery):
-                    // the client already holds this revision or a later one.
-                    return Ok(Applied::Skipped);
-                }
-                if is_delta {
-                    if let HydratePayload::GraphDelta { base_revision, .. } = &h.payload {
-                        if *base_revision != scope.revision {
-                            return fail("graph_revision_gap", "9.7", "graph delta does not apply to the current revision; request a snapshot");
-                        }
-                    }
-                }
-                if anchor.revision > scope.revision && cursor < scope.cursor {
+            HydratePayload::GraphSnapshot { anchor, .. } => (anchor, None),
+            HydratePayload::GraphDelta {
+                anchor,
+                base_revision,
+                ..
+            } => (anchor, Some(*base_revision)),
+        };
+        let empty = Session::default();
+        let s = self.sessions.get(&anchor.session_id).unwrap_or(&empty);
+        let (key, cursor) = match (
+            &anchor.root_run_id,
+            &anchor.source_run_cursor,
+            &anchor.workflow_id,
+            &anchor.source_workflow_cursor,
+        ) {
+            (Some(root), Some(c), _, _) => {
+                if s.runs.get(root).is_none_or(|r| r.root != *root) {
                     return fail(
-                        "graph_cursor_regress",
+                        "graph_unknown_root",
                         "9.7",
-                        "graph source cursor regressed across increasing revisions",
+                        format!("graph rootRunId {root} has not started in this session"),
                     );
                 }
-                scope.revision = anchor.revision;
-                scope.cursor = scope.cursor.max(cursor);
-                Ok(Applied::Applied)
+                if c.root_run_id.as_ref().is_some_and(|r| r != root) {
+                    return fail(
+                        "graph_cursor_root_mismatch",
+                        "9.7",
+                        "sourceRunCursor names another root run",
+                    );
+                }
+                let head = s.run_heads.get(root).copied().unwrap_or(0);
+                if c.sequence > head {
+                    return fail(
+                        "graph_cursor_ahead",
+                        "9.7",
+                        format!(
+                            "graph cursor {} is ahead of run journal {root} at {head}",
+                            c.sequence
+                        ),
+                    );
+                }
+                (format!("run:{root}"), c.sequence)
             }
+            (_, _, Some(wf), Some(c)) => {
+                let head = s.workflow_heads.get(wf).copied().unwrap_or(0);
+                if c.sequence > head {
+                    return fail(
+                        "graph_cursor_ahead",
+                        "9.7",
+                        format!("graph cursor is ahead of workflow {wf}"),
+                    );
+                }
+                (format!("workflow:{wf}"), c.sequence)
+            }
+            _ => {
+                return fail(
+                    "graph_scope_invalid",
+                    "9.7",
+                    "graph record lacks its scope anchor",
+                )
+            }
+        };
+        let current = s.graphs.get(&key).cloned().unwrap_or_default();
+        if current.revision > 0 && anchor.revision <= current.revision {
+            // A stale or repeated graph record (at-least-once delivery): the
+            // client already holds this revision or a later one.
+            return Ok(Applied::Skipped);
         }
+        if base_revision.is_some_and(|b| b != current.revision) {
+            return fail(
+                "graph_revision_gap",
+                "9.7",
+                "graph delta does not apply to the current revision; request a snapshot",
+            );
+        }
+        if cursor < current.cursor {
+            return fail(
+                "graph_cursor_regress",
+                "9.7",
+                "graph source cursor regressed across increasing revisions",
+            );
+        }
+        let scope = self
+            .sessions
+            .entry(anchor.session_id.clone())
+            .or_default()
+            .graphs
+            .entry(key)
+            .or_default();
+        scope.revision = anchor.revision;
+        scope.cursor = cursor;
+        Ok(Applied::Applied)
     }
 
     fn authority(&mut self, ev: &AuthorityEvent) -> R<Applied> {
         let env = &ev.envelope;
+        let is_new_session = !self.sessions.contains_key(&env.session_id);
+        let result = self.authority_in(ev);
+        if result.is_err() && is_new_session {
+            self.sessions.remove(&env.session_id);
+        }
+        result
+    }
+
+    fn authority_in(&mut self, ev: &AuthorityEvent) -> R<Applied> {
+        let env = &ev.envelope;
         let s = self.sessions.entry(env.session_id.clone()).or_default();
         let fp = fingerprint(ev.wire.json());
-        if let Some(dup) = dedup(&mut s.seen, &env.event_id, fp)? {
+        if let Some(dup) = dedup(&s.seen, &env.event_id, fp)? {
             return Ok(dup);
         }
         if env.session_sequence <= s.head {
-            s.seen.remove(&env.event_id);
             if env.session_sequence <= s.covered {
                 // Covered by a transcript snapshot and never delivered before.
                 return Ok(Applied::Skipped);
@@ -440,7 +472,6 @@ impl Checker {
             );
         }
         if env.session_sequence != s.head + 1 {
-            s.seen.remove(&env.event_id);
             return fail(
                 "session_sequence_gap",
                 "4.2",
@@ -450,23 +481,17 @@ impl Checker {
                 ),
             );
         }
-        let result = s.apply(ev);
-        match result {
-            Ok(()) => {
-                s.head = env.session_sequence;
-                Ok(Applied::Applied)
-            }
-            Err(e) => {
-                s.seen.remove(&env.event_id);
-                Err(e)
-            }
-        }
+        s.apply(ev)?;
+        s.head = env.session_sequence;
+        s.seen.insert(env.event_id.clone(), fp);
+        Ok(Applied::Applied)
     }
 }
 
 /// `Some(Duplicate)` for an identical redelivery, an error for the same id
-/// with different data, `None` for a new event (now recorded).
-fn dedup(seen: &mut BTreeMap<String, u64>, event_id: &str, fp: u64) -> R<Option<Applied>> {
+/// with different data, `None` for an id not seen yet. Records nothing: the
+/// caller records the id once the event is accepted.
+fn dedup(seen: &BTreeMap<String, u64>, event_id: &str, fp: u64) -> R<Option<Applied>> {
     match seen.get(event_id) {
         Some(prev) if *prev == fp => Ok(Some(Applied::Duplicate)),
         Some(_) => fail(
@@ -474,10 +499,7 @@ fn dedup(seen: &mut BTreeMap<String, u64>, event_id: &str, fp: u64) -> R<Option<
             "4.1",
             format!("eventId {event_id} was delivered before with different data"),
         ),
-        None => {
-            seen.insert(event_id.to_owned(), fp);
-            Ok(None)
-        }
+        None => Ok(None),
     }
 }
 
@@ -560,8 +582,11 @@ impl Session {
                 );
             }
         }
-        self.check_adjacency(ev)?;
+        let satisfied = self.check_adjacency(ev)?;
         self.transition(ev)?;
+        for i in satisfied.into_iter().rev() {
+            self.pending.remove(i);
+        }
         if let (Some(wf), Some(seq)) = (&env.workflow_id, env.workflow_sequence) {
             self.workflow_heads.insert(wf.clone(), seq);
         }
@@ -573,11 +598,13 @@ impl Session {
 
     /// §7.6: a blocking interrupt is followed *consecutively in its journal*
     /// by the matching pause; nothing else of that journal may come between.
-    fn check_adjacency(&mut self, ev: &AuthorityEvent) -> R {
+    /// Returns the pending entries this event satisfies; the caller removes
+    /// them only once the event is accepted.
+    fn check_adjacency(&self, ev: &AuthorityEvent) -> R<Vec<usize>> {
         let env = &ev.envelope;
-        let mut i = 0;
-        while i < self.pending.len() {
-            let (in_journal, satisfied) = match &self.pending[i] {
+        let mut satisfied_by_this = Vec::new();
+        for (i, pending) in self.pending.iter().enumerate() {
+            let (in_journal, satisfied) = match pending {
                 Adjacency::Run {
                     root,
                     run,
@@ -601,12 +628,10 @@ impl Session {
                 if !satisfied {
                     return fail("interrupt_pause_adjacency", "7.6", "an interrupt must be followed consecutively in its journal by the matching pause");
                 }
-                self.pending.remove(i);
-            } else {
-                i += 1;
+                satisfied_by_this.push(i);
             }
         }
-        Ok(())
+        Ok(satisfied_by_this)
     }
 
     fn run_mut(&mut self, run_id: &str) -> R<&mut Run> {
