@@ -232,6 +232,65 @@ def paused_tool(j, bad):
     j.ev("tool.call.started", "r", toolCallId="t1", toolName="x", executor="backend", args={})
 case("tool-while-paused", "6.4", "no run work (tool calls) while paused", "run_not_running", paused_tool)
 
+def msg(j, bad):
+    j.ev("message.text.started", messageId="m1", role="assistant", messageScope="session")
+    j.ev("message.text.delta", messageId="m1", delta="Hel")
+    if not bad: j.ev("message.text.delta", messageId="m1", delta="lo")
+    j.ev("message.text.completed", messageId="m1")
+    if bad: j.ev("message.text.delta", messageId="m1", delta="late")
+case("message-delta-after-completed", "9.2", "streamed text is appended only until the message completes", "message_completed", msg)
+
+def msg_unknown(j, bad):
+    j.ev("message.text.started", messageId="m1", role="assistant", messageScope="session")
+    j.ev("message.text.delta", messageId="m2" if bad else "m1", delta="Hi")
+case("message-delta-unknown", "9.2", "a delta belongs to a started message", "message_unknown", msg_unknown)
+
+def msg_dup(j, bad):
+    j.ev("message.user.recorded", messageId="u1", messageScope="session", content="hi")
+    j.ev("message.user.recorded", messageId="u1" if bad else "u2", messageScope="session", content="again")
+case("message-id-reused", "9.2", "a messageId identifies one message", "message_duplicate", msg_dup)
+
+def reasoning(j, bad):
+    j.ev("reasoning.started", reasoningId="reasoning:m1", messageId="m1")
+    j.ev("reasoning.delta", reasoningId="reasoning:m0" if bad else "reasoning:m1", delta="thinking")
+case("reasoning-delta-unknown", "9.2", "reasoning deltas join a started reasoning id", "reasoning_unknown", reasoning)
+
+def state_gap(j, bad):
+    j.ev("state.snapshot", scope="session", revision=1, state={"a": 1})
+    j.ev("state.delta", scope="session", baseRevision=2 if bad else 1, revision=3 if bad else 2, patch=[{"op": "replace", "path": "/a", "value": 2}])
+case("state-delta-gap", "9.6", "a delta applies to the document's current revision", "document_revision_gap", state_gap)
+
+def state_patch(j, bad):
+    j.ev("state.snapshot", scope="session", revision=1, state={"a": 1})
+    j.ev("state.delta", scope="session", baseRevision=1, revision=2, patch=[{"op": "remove", "path": "/missing" if bad else "/a"}])
+case("state-patch-fails", "9.6", "an RFC 6902 patch must apply to the document", "patch_failed", state_patch)
+
+def state_regress(j, bad):
+    j.ev("ui.state.snapshot", scope="session", revision=3, state={})
+    j.ev("ui.state.snapshot", scope="session", revision=2 if bad else 4, state={"x": 1})
+case("ui-snapshot-regress", "9.6", "a document snapshot advances its revision", "document_revision_regress", state_regress)
+
+def compaction(j, bad):
+    j.ev("state.snapshot", scope="session", revision=2, state={})
+    j.ev("state.compacted", scope="session", coversThroughSessionSequence=1, snapshotRevision=5 if bad else 2)
+case("state-compaction-ahead", "9.6", "state.compacted names a revision the document reached", "compaction_ahead", compaction)
+
+def view(j, bad):
+    j.ev("view.opened", viewId="v1", model={"rows": []})
+    j.ev("view.updated", viewId="v2" if bad else "v1", operation="patch", patch=[{"op": "add", "path": "/rows/-", "value": 1}])
+case("view-update-not-open", "9.6", "a view is updated only while open", "view_not_open", view)
+
+def attachment(j, bad):
+    if not bad: j.ev("attachment.added", attachmentId="a1")
+    j.ev("attachment.ready", attachmentId="a1")
+case("attachment-ready-before-added", "9.5", "an attachment is added before it is ready, failed or removed", "lifecycle_unknown", attachment)
+
+def artifact(j, bad):
+    j.ev("artifact.added", artifactId="x1")
+    j.ev("artifact.ready", artifactId="x1")
+    if bad: j.ev("artifact.failed", artifactId="x1")
+case("artifact-after-ready", "9.5", "an artifact becomes ready or failed once", "lifecycle_invalid", artifact)
+
 rows = []
 for name, (ok, bad, line, code, section, rule) in cases.items():
     open(f"{name}.jsonl", "w").write(ok.text())

@@ -13,11 +13,18 @@
 //! No clock, no randomness, no IO: the same records always give the same
 //! verdict.
 
+mod conversation;
+mod documents;
+
+pub use conversation::{Message, Reasoning, Transcript};
+pub use documents::{Document, Documents, Lifecycle};
+
 use crate::model::{
     AuthorityEvent, AuthorityPayload, Cursor, Executor, HydratePayload, InterruptScope,
 };
 use crate::record::{Parsed, Record};
 use crate::validate::Validator;
+use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -48,7 +55,8 @@ pub enum Applied {
 }
 
 /// The lifecycle state of a run (§6.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum RunState {
     /// Running.
     Running,
@@ -69,7 +77,8 @@ impl RunState {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 struct Run {
     root: String,
     parent: Option<String>,
@@ -83,26 +92,30 @@ struct Run {
     open_tools: BTreeSet<String>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 struct OpenInterrupt {
     id: String,
     wait_id: String,
     actions: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 enum ToolState {
     Open,
     Finished,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 struct Tool {
     run: String,
     state: ToolState,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 struct Workflow {
     terminal: bool,
     open_runs: BTreeSet<String>,
@@ -112,7 +125,8 @@ struct Workflow {
 }
 
 /// An interrupt whose matching pause must be the very next event of its journal.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 enum Adjacency {
     Run {
         root: String,
@@ -127,19 +141,26 @@ enum Adjacency {
     },
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 struct GraphScope {
     revision: u64,
     cursor: u64,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 struct Session {
     head: u64,
     /// Session position covered by the last transcript snapshot (§9.3).
     covered: u64,
     /// eventId -> fingerprint of the record's JSON value.
+    #[serde(skip)]
     seen: BTreeMap<String, u64>,
+    /// The active, or most recently started, top-level run (§9.2 visibility).
+    last_top_run: Option<String>,
+    transcript: Transcript,
+    documents: Documents,
     workflow_heads: BTreeMap<String, u64>,
     run_heads: BTreeMap<String, u64>,
     runs: BTreeMap<String, Run>,
@@ -152,7 +173,8 @@ struct Session {
     watch: BTreeMap<String, u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 enum Slot {
     Run(String),
     Workflow(String),
@@ -182,9 +204,13 @@ pub struct Checker {
     index: usize,
 }
 
-type R<T = ()> = Result<T, (&'static str, &'static str, String)>;
+pub(crate) type R<T = ()> = Result<T, (&'static str, &'static str, String)>;
 
-fn fail<T>(code: &'static str, section: &'static str, message: impl Into<String>) -> R<T> {
+pub(crate) fn fail<T>(
+    code: &'static str,
+    section: &'static str,
+    message: impl Into<String>,
+) -> R<T> {
     Err((code, section, message.into()))
 }
 
@@ -222,6 +248,34 @@ impl Checker {
     #[doc(hidden)]
     pub fn debug_state(&self) -> String {
         format!("{:?}{:?}", self.sessions, self.workspaces)
+    }
+
+    /// The reduced state of a session, serialized deterministically (maps
+    /// in key order): runs, tool calls, workflows, transcript, documents.
+    /// The same records always give byte-identical output.
+    pub fn state_json(&self, session_id: &str) -> Option<String> {
+        self.sessions
+            .get(session_id)
+            .and_then(|s| serde_json::to_string(s).ok())
+    }
+
+    /// The session's transcript.
+    pub fn transcript(&self, session_id: &str) -> Option<&Transcript> {
+        self.sessions.get(session_id).map(|s| &s.transcript)
+    }
+
+    /// The default primary transcript of §9.2: session and workflow messages
+    /// and those of the active, or most recently started, top-level run.
+    pub fn primary_transcript(&self, session_id: &str) -> Vec<&Message> {
+        self.sessions
+            .get(session_id)
+            .map(|s| s.transcript.primary(s.last_top_run.as_deref()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The session's state/UI documents, views, attachments and artifacts.
+    pub fn documents(&self, session_id: &str) -> Option<&Documents> {
+        self.sessions.get(session_id).map(|s| &s.documents)
     }
 
     /// Parses, validates and applies one record.
@@ -338,9 +392,11 @@ impl Checker {
             HydratePayload::MessagesSnapshot {
                 session_id,
                 covers_through_session_sequence,
+                messages,
                 ..
             } => {
                 let s = self.sessions.entry(session_id.clone()).or_default();
+                s.transcript.replace_with_snapshot(messages);
                 // §9.3: authority with greater sessionSequence applies after it.
                 s.head = s.head.max(*covers_through_session_sequence);
                 s.covered = s.covered.max(*covers_through_session_sequence);
@@ -1038,6 +1094,29 @@ impl Session {
             // Run-scoped extensions need an open run (checked above for run
             // existence); session-scoped profile events have no lifecycle here.
             P::RunCustom(_) | P::RunRaw(_) => self.open_run(&run_id).map(drop),
+            P::MessageUserRecorded { .. }
+            | P::MessageTextStarted { .. }
+            | P::MessageTextDelta { .. }
+            | P::MessageTextCompleted { .. }
+            | P::MessageRedacted { .. }
+            | P::ReasoningStarted(_)
+            | P::ReasoningDelta(_)
+            | P::ReasoningCompleted(_) => self.transcript.apply(env, &ev.payload),
+            P::StateSnapshot(_)
+            | P::StateDelta(_)
+            | P::StateCompacted { .. }
+            | P::UiStateSnapshot(_)
+            | P::UiStateDelta(_)
+            | P::ViewOpened(_)
+            | P::ViewUpdated(_)
+            | P::ViewClosed(_)
+            | P::AttachmentAdded(_)
+            | P::AttachmentReady(_)
+            | P::AttachmentFailed(_)
+            | P::AttachmentRemoved(_)
+            | P::ArtifactAdded(_)
+            | P::ArtifactReady(_)
+            | P::ArtifactFailed(_) => self.documents.apply(env, &ev.payload, ev.wire.json()),
             _ => Ok(()),
         }
     }
@@ -1144,6 +1223,9 @@ impl Session {
             self.open_workflow(wf_id)?
                 .open_runs
                 .insert(run_id.to_owned());
+        }
+        if top_level {
+            self.last_top_run = Some(run_id.to_owned());
         }
         self.runs.insert(
             run_id.to_owned(),

@@ -1,0 +1,274 @@
+//! The conversation profile (§9.2–§9.4): the transcript built from user
+//! messages, streamed text applied once, reasoning joined by id, redaction
+//! as display-only replacement, snapshot replacement, and the default
+//! visibility rule.
+
+use super::{fail, R};
+use crate::model::{AuthorityEnvelope, AuthorityPayload, Role, Scope};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// One transcript message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    /// Message identity.
+    pub message_id: String,
+    /// `user`, `assistant` or `system`.
+    pub role: String,
+    /// `session`, `workflow` or `run` (`session` for snapshot messages).
+    pub scope: String,
+    /// Owning run for run-scoped messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Owning root run journal for run-scoped messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root_run_id: Option<String>,
+    /// Text as recorded or streamed.
+    pub content: String,
+    /// Streaming finished (user and snapshot messages are complete).
+    pub completed: bool,
+    /// Display replacement after `message.redacted` (`Some(None)`: hidden).
+    /// The operational content above is never altered (§9.4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<Option<String>>,
+    /// Admitted attachments.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attachment_ids: Vec<String>,
+}
+
+/// One reasoning stream, kept even when the final text lands on a later
+/// assistant message id (§9.2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reasoning {
+    /// Reasoning identity.
+    pub reasoning_id: String,
+    /// Correlated message, if named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// Joined text.
+    pub content: String,
+    /// Stream finished.
+    pub completed: bool,
+}
+
+/// The transcript of one session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Transcript {
+    /// Messages in authority order.
+    pub messages: Vec<Message>,
+    /// Reasoning streams in authority order.
+    pub reasoning: Vec<Reasoning>,
+    #[serde(skip)]
+    index: BTreeMap<String, usize>,
+    #[serde(skip)]
+    reasoning_index: BTreeMap<String, usize>,
+}
+
+fn scope_name(s: Scope) -> &'static str {
+    match s {
+        Scope::Session => "session",
+        Scope::Workflow => "workflow",
+        Scope::Run => "run",
+    }
+}
+
+impl Transcript {
+    fn message(&self, id: &str) -> R<usize> {
+        match self.index.get(id) {
+            Some(i) => Ok(*i),
+            None => fail(
+                "message_unknown",
+                "9.2",
+                format!("message {id} was not started"),
+            ),
+        }
+    }
+
+    fn new_message(&mut self, m: Message) -> R {
+        if self.index.contains_key(&m.message_id) {
+            return fail(
+                "message_duplicate",
+                "9.2",
+                format!("message {} already exists", m.message_id),
+            );
+        }
+        self.index.insert(m.message_id.clone(), self.messages.len());
+        self.messages.push(m);
+        Ok(())
+    }
+
+    /// Applies a conversation authority event. Checks precede every change.
+    pub(super) fn apply(&mut self, env: &AuthorityEnvelope, payload: &AuthorityPayload) -> R {
+        use AuthorityPayload as P;
+        let scoped = |scope: Scope,
+                      id: &str,
+                      role: &str,
+                      content: String,
+                      completed: bool,
+                      attachments: Vec<String>| Message {
+            message_id: id.to_owned(),
+            role: role.to_owned(),
+            scope: scope_name(scope).to_owned(),
+            run_id: env.run_id.clone().filter(|_| scope == Scope::Run),
+            root_run_id: env.root_run_id.clone().filter(|_| scope == Scope::Run),
+            content,
+            completed,
+            redacted: None,
+            attachment_ids: attachments,
+        };
+        match payload {
+            P::MessageUserRecorded {
+                message_id,
+                message_scope,
+                content,
+                attachment_ids,
+            } => self.new_message(scoped(
+                *message_scope,
+                message_id,
+                "user",
+                content.clone(),
+                true,
+                attachment_ids.clone().unwrap_or_default(),
+            )),
+            P::MessageTextStarted {
+                message_id,
+                role,
+                message_scope,
+            } => {
+                let role = if *role == Role::Assistant {
+                    "assistant"
+                } else {
+                    "system"
+                };
+                self.new_message(scoped(
+                    *message_scope,
+                    message_id,
+                    role,
+                    String::new(),
+                    false,
+                    Vec::new(),
+                ))
+            }
+            P::MessageTextDelta { message_id, delta } => {
+                let i = self.message(message_id)?;
+                let m = &mut self.messages[i];
+                if m.completed {
+                    return fail(
+                        "message_completed",
+                        "9.2",
+                        format!("message {message_id} already completed"),
+                    );
+                }
+                m.content.push_str(delta);
+                Ok(())
+            }
+            P::MessageTextCompleted { message_id } => {
+                let i = self.message(message_id)?;
+                if self.messages[i].completed {
+                    return fail(
+                        "message_completed",
+                        "9.2",
+                        format!("message {message_id} already completed"),
+                    );
+                }
+                self.messages[i].completed = true;
+                Ok(())
+            }
+            P::MessageRedacted {
+                message_id,
+                display_replacement,
+                ..
+            } => {
+                let i = self.message(message_id)?;
+                self.messages[i].redacted = Some(display_replacement.clone());
+                Ok(())
+            }
+            P::ReasoningStarted(r) => {
+                if self.reasoning_index.contains_key(&r.reasoning_id) {
+                    return fail(
+                        "reasoning_duplicate",
+                        "9.2",
+                        format!("reasoning {} already started", r.reasoning_id),
+                    );
+                }
+                self.reasoning_index
+                    .insert(r.reasoning_id.clone(), self.reasoning.len());
+                self.reasoning.push(Reasoning {
+                    reasoning_id: r.reasoning_id.clone(),
+                    message_id: r.message_id.clone(),
+                    content: String::new(),
+                    completed: false,
+                });
+                Ok(())
+            }
+            P::ReasoningDelta(r) | P::ReasoningCompleted(r) => {
+                let Some(&i) = self.reasoning_index.get(&r.reasoning_id) else {
+                    return fail(
+                        "reasoning_unknown",
+                        "9.2",
+                        format!("reasoning {} was not started", r.reasoning_id),
+                    );
+                };
+                let entry = &mut self.reasoning[i];
+                if entry.completed {
+                    return fail(
+                        "reasoning_completed",
+                        "9.2",
+                        format!("reasoning {} already completed", r.reasoning_id),
+                    );
+                }
+                match (payload, &r.delta) {
+                    (P::ReasoningDelta(_), Some(d)) => entry.content.push_str(d),
+                    _ => entry.completed = true,
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// §9.3: replace the transcript covered by a snapshot. Messages the
+    /// snapshot lists become complete session messages; reasoning is kept.
+    pub(super) fn replace_with_snapshot(&mut self, messages: &[Value]) {
+        self.messages.clear();
+        self.index.clear();
+        for m in messages {
+            let text = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_owned);
+            let Some(id) = text("messageId") else {
+                continue;
+            };
+            if self.index.contains_key(&id) {
+                continue;
+            }
+            self.index.insert(id.clone(), self.messages.len());
+            self.messages.push(Message {
+                message_id: id,
+                role: text("role").unwrap_or_else(|| "assistant".into()),
+                scope: text("messageScope").unwrap_or_else(|| "session".into()),
+                run_id: text("runId"),
+                root_run_id: text("rootRunId"),
+                content: text("content").unwrap_or_default(),
+                completed: true,
+                redacted: None,
+                attachment_ids: Vec::new(),
+            });
+        }
+    }
+
+    /// §9.2 default visibility: session (and workflow) messages and those of
+    /// the given top-level run; nested-run messages only when opened.
+    pub fn primary<'a>(
+        &'a self,
+        top_level_run: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Message> + 'a {
+        self.messages
+            .iter()
+            .filter(move |m| match (&m.run_id, &m.root_run_id) {
+                (Some(run), Some(root)) => run == root && Some(run.as_str()) == top_level_run,
+                _ => true,
+            })
+    }
+}
