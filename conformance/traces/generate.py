@@ -291,6 +291,75 @@ def artifact(j, bad):
     if bad: j.ev("artifact.failed", artifactId="x1")
 case("artifact-after-ready", "9.5", "an artifact becomes ready or failed once", "lifecycle_invalid", artifact)
 
+def ctl(j, ty, **fields):
+    j.raw(dict({"type": ty, "protocolVersion": "narad/v1"}, **fields))
+
+def client_setup(j):
+    ctl(j, "client.attached", clientExecutorId="desk", leaseId="lease-1", heartbeatIntervalMs=15000, leaseExpiresAt="2026-08-05T00:01:00Z")
+    j.ev("run.started", "r", clientExecutorId="desk")
+    j.ev("tool.call.started", "r", toolCallId="t1", toolName="open.file", executor="client", args={"path": "a"})
+
+def execute(j, lease="lease-1", token="tok-1", executor="desk", args=None):
+    ctl(j, "client.tool.execute", clientExecutorId=executor, leaseId=lease, executionToken=token, executionTokenExpiresAt="2026-08-05T00:01:00Z", toolCallId="t1", toolName="open.file", args=args or {"path": "a"})
+
+def finish(j, lease="lease-1", token="tok-1", outcome="success", response=None):
+    ctl(j, "client.tool.finish", clientExecutorId="desk", leaseId=lease, executionToken=token, toolCallId="t1", outcome=outcome, response=response if response is not None else {"ok": True})
+
+def misdirected(j, bad):
+    client_setup(j)
+    execute(j, executor="other" if bad else "desk")
+case("client-execute-misdirected", "11.3", "client.tool.execute goes to the run's bound executor only", "execute_misdirected", misdirected)
+
+def payload(j, bad):
+    client_setup(j)
+    execute(j, args={"path": "b"} if bad else None)
+case("client-execute-payload-mismatch", "11.3", "execute toolName and args equal tool.call.started", "execute_payload_mismatch", payload)
+
+def superseded(j, bad):
+    client_setup(j)
+    ctl(j, "client.attached", clientExecutorId="desk", leaseId="lease-2", heartbeatIntervalMs=15000, leaseExpiresAt="2026-08-05T00:02:00Z")
+    execute(j, lease="lease-1" if bad else "lease-2")
+case("client-execute-on-superseded-lease", "11.1", "a superseded lease accepts no new execution", "lease_invalid", superseded)
+
+def new_lease_claims(j, bad):
+    client_setup(j)
+    execute(j)
+    ctl(j, "client.attached", clientExecutorId="desk", leaseId="lease-2", heartbeatIntervalMs=15000, leaseExpiresAt="2026-08-05T00:02:00Z")
+    finish(j, lease="lease-2" if bad else "lease-1")
+case("client-finish-from-new-lease", "11.3", "a finish uses the token's originating lease; the new lease cannot claim it", "token_mismatch", new_lease_claims)
+
+def finish_conflict(j, bad):
+    client_setup(j)
+    execute(j)
+    finish(j)
+    finish(j, outcome="error" if bad else "success")
+case("client-finish-conflict", "11.3", "a repeated finish is identical (idempotent) or refused", "finish_conflict", finish_conflict)
+
+def finished_mismatch(j, bad):
+    client_setup(j)
+    execute(j)
+    finish(j)
+    j.ev("tool.call.finished", "r", toolCallId="t1", outcome="success", response={"ok": False} if bad else {"ok": True})
+case("client-finished-not-equal-to-finish", "11.3", "tool.call.finished equals the accepted client.tool.finish", "finish_mismatch", finished_mismatch)
+
+def finish_missing(j, bad):
+    client_setup(j)
+    execute(j)
+    if bad: j.ev("tool.call.finished", "r", toolCallId="t1", outcome="success", response=None)
+    else: j.ev("tool.call.finished", "r", toolCallId="t1", outcome="error", response=None, code="client_execution_expired")
+case("client-closed-without-finish", "11.3", "without a finish a client call closes with a backend closure code or as cancelled after stop", "client_finish_missing", finish_missing)
+
+def second_execute(j, bad):
+    client_setup(j)
+    execute(j)
+    execute(j, token="tok-2" if bad else "tok-1")
+case("client-second-execute", "11.3", "exactly one execution per client tool call; redelivery repeats the same token", "execute_duplicate", second_execute)
+
+def heartbeat(j, bad):
+    client_setup(j)
+    ctl(j, "client.heartbeat", clientExecutorId="desk", leaseId="lease-9" if bad else "lease-1")
+case("client-heartbeat-unknown-lease", "11.2", "a heartbeat names a lease attached for its executor", "lease_invalid", heartbeat)
+
 rows = []
 for name, (ok, bad, line, code, section, rule) in cases.items():
     open(f"{name}.jsonl", "w").write(ok.text())

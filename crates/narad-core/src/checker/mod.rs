@@ -13,9 +13,11 @@
 //! No clock, no randomness, no IO: the same records always give the same
 //! verdict.
 
+mod client;
 mod conversation;
 mod documents;
 
+pub use client::{ClientLedger, CLOSURE_CODES};
 pub use conversation::{Message, Reasoning, Transcript};
 pub use documents::{Document, Documents, Lifecycle};
 
@@ -201,6 +203,7 @@ pub struct Checker {
     validator: Validator,
     sessions: BTreeMap<String, Session>,
     workspaces: BTreeMap<String, (BTreeMap<String, u64>, u64)>,
+    client: ClientLedger,
     index: usize,
 }
 
@@ -247,7 +250,7 @@ impl Checker {
     /// record counter), for tests of the no-change-on-refusal invariant.
     #[doc(hidden)]
     pub fn debug_state(&self) -> String {
-        format!("{:?}{:?}", self.sessions, self.workspaces)
+        format!("{:?}{:?}{:?}", self.sessions, self.workspaces, self.client)
     }
 
     /// The reduced state of a session, serialized deterministically (maps
@@ -306,7 +309,10 @@ impl Checker {
             Record::Authority(ev) => self.authority(ev),
             Record::Watch(w) => self.watch(w),
             Record::Hydrate(h) => self.hydrate(h),
-            Record::Control(_) => Ok(Applied::Applied),
+            Record::Control(c) => self
+                .client
+                .control(&c.payload, c.wire.json())
+                .map(|()| Applied::Applied),
         };
         out.map_err(|(code, section, message)| Rejection {
             index,
@@ -537,9 +543,45 @@ impl Checker {
                 ),
             );
         }
+        let run = env.run_id.as_deref().and_then(|r| s.runs.get(r));
+        if let AuthorityPayload::ToolCallFinished {
+            tool_call_id,
+            outcome,
+            response,
+            code,
+            ..
+        } = &ev.payload
+        {
+            let stop_requested = run.is_some_and(|r| r.stop_requested);
+            self.client.check_finished(
+                tool_call_id,
+                *outcome,
+                response,
+                code.as_deref(),
+                stop_requested,
+            )?;
+        }
+        let bound_executor = run.and_then(|r| r.client_executor.clone());
         s.apply(ev)?;
         s.head = env.session_sequence;
         s.seen.insert(env.event_id.clone(), fp);
+        match &ev.payload {
+            AuthorityPayload::ToolCallStarted {
+                tool_call_id,
+                tool_name,
+                executor: Executor::Client,
+                args,
+            } => {
+                if let Some(executor) = bound_executor {
+                    self.client
+                        .started(tool_call_id, &executor, tool_name, args);
+                }
+            }
+            AuthorityPayload::ToolCallFinished { tool_call_id, .. } => {
+                self.client.closed(tool_call_id)
+            }
+            _ => {}
+        }
         Ok(Applied::Applied)
     }
 }
