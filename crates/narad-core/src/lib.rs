@@ -26,6 +26,7 @@
 
 pub mod checker;
 pub mod error;
+pub mod graph;
 pub mod limits;
 pub mod model;
 pub mod record;

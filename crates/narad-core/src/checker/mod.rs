@@ -21,6 +21,7 @@ pub use client::{ClientLedger, CLOSURE_CODES};
 pub use conversation::{Message, Reasoning, Transcript};
 pub use documents::{Document, Documents, Lifecycle};
 
+use crate::graph::RunGraph;
 use crate::model::{
     AuthorityEvent, AuthorityPayload, Cursor, Executor, HydratePayload, InterruptScope,
 };
@@ -148,6 +149,10 @@ enum Adjacency {
 struct GraphScope {
     revision: u64,
     cursor: u64,
+    /// The graph the emitter claims (snapshot, patched by deltas); kept only
+    /// when canonical graphs are checked.
+    #[serde(skip)]
+    emitted: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -172,6 +177,9 @@ struct Session {
     slot: Option<Slot>,
     pending: Vec<Adjacency>,
     graphs: BTreeMap<String, GraphScope>,
+    /// The canonical graph derived from authority, per root run (§9.7).
+    #[serde(skip)]
+    derived: BTreeMap<String, RunGraph>,
     watch: BTreeMap<String, u64>,
 }
 
@@ -205,6 +213,7 @@ pub struct Checker {
     workspaces: BTreeMap<String, (BTreeMap<String, u64>, u64)>,
     client: ClientLedger,
     index: usize,
+    canonical_graphs: bool,
 }
 
 pub(crate) type R<T = ()> = Result<T, (&'static str, &'static str, String)>;
@@ -224,6 +233,22 @@ impl Checker {
             validator,
             ..Self::default()
         }
+    }
+
+    /// Also checks that every `graph.snapshot` / `graph.delta` of run scope
+    /// under `narad.graph/v1` equals the canonical graph derived from the
+    /// authority through its cursor ([`crate::graph`]): the §9.7 rebuild
+    /// rule for an emitter that uses this derivation (the engine). Off by
+    /// default, since the spec fixes no node format and other emitters'
+    /// graphs differ in shape.
+    pub fn with_canonical_graphs(mut self) -> Self {
+        self.canonical_graphs = true;
+        self
+    }
+
+    /// The canonical graph of a run tree derived so far (§9.7).
+    pub fn graph(&self, session_id: &str, root_run_id: &str) -> Option<&RunGraph> {
+        self.sessions.get(session_id)?.derived.get(root_run_id)
     }
 
     /// Number of records pushed so far (accepted or not).
@@ -490,6 +515,11 @@ impl Checker {
                 "graph source cursor regressed across increasing revisions",
             );
         }
+        let emitted = if self.canonical_graphs {
+            canonical_check(s, h, &current, cursor)?
+        } else {
+            None
+        };
         let scope = self
             .sessions
             .entry(anchor.session_id.clone())
@@ -499,6 +529,7 @@ impl Checker {
             .or_default();
         scope.revision = anchor.revision;
         scope.cursor = cursor;
+        scope.emitted = emitted;
         Ok(Applied::Applied)
     }
 
@@ -562,7 +593,40 @@ impl Checker {
             )?;
         }
         let bound_executor = run.and_then(|r| r.client_executor.clone());
+        // The graph step is checked before the state changes; a step the
+        // graph cannot take is reported by the session rules below (they
+        // subsume the graph's), so its error is not surfaced here.
+        let graph_step = env.root_run_id.as_deref().map(|root| {
+            let step = match s.derived.get(root) {
+                Some(g) => g.prepare(ev),
+                None if self.canonical_graphs => RunGraph::with_history(root).prepare(ev),
+                None => RunGraph::new(root).prepare(ev),
+            };
+            (root, step)
+        });
         s.apply(ev)?;
+        if let Some((root, step)) = graph_step {
+            match step {
+                Ok(step) => {
+                    let canonical = self.canonical_graphs;
+                    s.derived
+                        .entry(root.to_owned())
+                        .or_insert_with(|| {
+                            if canonical {
+                                RunGraph::with_history(root)
+                            } else {
+                                RunGraph::new(root)
+                            }
+                        })
+                        .finish(step);
+                }
+                // Unreachable for accepted authority; drop the graph rather
+                // than keep a wrong one (a canonical check then fails).
+                Err(_) => {
+                    s.derived.remove(root);
+                }
+            }
+        }
         s.head = env.session_sequence;
         s.seen.insert(env.event_id.clone(), fp);
         match &ev.payload {
@@ -583,6 +647,77 @@ impl Checker {
             _ => {}
         }
         Ok(Applied::Applied)
+    }
+}
+
+/// §9.7 rebuild rule for canonical graphs: the emitted graph (this snapshot,
+/// or the held graph patched by this delta) must equal the graph derived from
+/// authority through the record's cursor, revision included. Returns the
+/// emitted graph to hold; `None` when the record is not checkable this way
+/// (workflow scope, another graph schema version).
+fn canonical_check(
+    s: &Session,
+    h: &crate::HydrateRecord,
+    current: &GraphScope,
+    cursor: u64,
+) -> R<Option<serde_json::Value>> {
+    use serde_json::Value;
+    let (anchor, emitted) = match &h.payload {
+        HydratePayload::GraphSnapshot {
+            anchor,
+            root_node_id,
+            nodes,
+            edges,
+        } => (
+            anchor,
+            serde_json::json!({"rootNodeId": root_node_id, "nodes": nodes, "edges": edges}),
+        ),
+        HydratePayload::GraphDelta { anchor, patch, .. } => {
+            let Some(root) = &anchor.root_run_id else {
+                return Ok(None);
+            };
+            let mut doc: Value = match &current.emitted {
+                Some(v) => v.clone(),
+                None if current.revision == 0 => RunGraph::new(root).body(),
+                None => return Ok(None),
+            };
+            let ops: json_patch::Patch = serde_json::to_value(patch)
+                .and_then(serde_json::from_value)
+                .map_err(|_| {
+                    (
+                        "patch_invalid",
+                        "9.7",
+                        "graph delta patch is not RFC 6902".to_owned(),
+                    )
+                })?;
+            json_patch::patch(&mut doc, &ops).map_err(|_| {
+                (
+                    "patch_failed",
+                    "9.7",
+                    "graph delta does not apply to the held graph".to_owned(),
+                )
+            })?;
+            (anchor, doc)
+        }
+        HydratePayload::MessagesSnapshot { .. } => return Ok(None),
+    };
+    let Some(root) = &anchor.root_run_id else {
+        return Ok(None);
+    };
+    if anchor.graph_schema_version != crate::graph::GRAPH_SCHEMA_VERSION {
+        return Ok(None);
+    }
+    let derived = s.derived.get(root).and_then(|g| g.at(cursor));
+    match derived {
+        Some(g) if g.revision() == anchor.revision && g.body() == emitted => Ok(Some(emitted)),
+        _ => fail(
+            "graph_not_derived",
+            "9.7",
+            format!(
+                "graph revision {} of {root} is not the graph derived from authority through sequence {cursor}",
+                anchor.revision
+            ),
+        ),
     }
 }
 

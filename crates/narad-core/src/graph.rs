@@ -1,0 +1,543 @@
+//! Canonical `narad.graph/v1` derivation (§9.7): the graph of one run tree,
+//! built from its authority events alone.
+//!
+//! The spec requires that the same ordered authority and schema version give
+//! byte-equivalent graph state, deterministic node and edge ids, revisions
+//! and delta order, and that a rebuild reproduces any emitted snapshot. It
+//! does not fix the node format, so this module defines it (documented in
+//! `conformance/NOTES.md`, "Graph derivation"):
+//!
+//! - nodes: `{"id","kind","label","state"}` (plus `"runId"` for tool and
+//!   interrupt nodes), with ids `run:{runId}`, `tool:{toolCallId}`,
+//!   `interrupt:{interruptId}`;
+//! - edges: `{"id","kind","from","to"}` with kind `child` (parent run → nested
+//!   run), `tool` (run → tool call) or `interrupt` (run → run-scope
+//!   interrupt) and id `{kind}:{from}->{to}`;
+//! - nodes and edges appear in the order their creating events appear in the
+//!   run journal, so positions never move and a delta only appends or
+//!   replaces a `state`;
+//! - the revision counts the events that changed the graph: the root's
+//!   `run.started` makes revision 1.
+//!
+//! Serialization is canonical because `serde_json` maps here keep keys in
+//! sorted order.
+//!
+//! ```
+//! use narad_core::{graph::RunGraph, Parsed, Record, Validator};
+//! let lines = [
+//!     br#"{"type":"run.started","protocolVersion":"narad/v1","eventId":"e1","timestamp":"2026-08-05T00:00:00Z","sessionId":"s","sessionSequence":1,"rootRunId":"r","runId":"r","sequence":1}"#.as_slice(),
+//!     br#"{"type":"tool.call.started","protocolVersion":"narad/v1","eventId":"e2","timestamp":"2026-08-05T00:00:01Z","sessionId":"s","sessionSequence":2,"rootRunId":"r","runId":"r","sequence":2,"toolCallId":"t1","toolName":"search","executor":"backend","args":{}}"#,
+//! ];
+//! let mut graph = RunGraph::new("r");
+//! for line in lines {
+//!     if let Parsed::Record { record: Record::Authority(ev), .. } = Validator::default().parse(line)? {
+//!         graph.apply(&ev)?;
+//!     }
+//! }
+//! assert_eq!(graph.revision(), 2);
+//! assert_eq!(graph.nodes().len(), 2);
+//! assert_eq!(graph.edges()[0].id, "tool:run:r->tool:t1");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::model::{
+    AuthorityEvent, AuthorityPayload, InterruptScope, Outcome, PatchOp, PatchOpKind,
+};
+
+/// The graph payload schema this module derives.
+pub const GRAPH_SCHEMA_VERSION: &str = "narad.graph/v1";
+
+/// Why an event cannot extend a graph (the journal is not a valid run tree).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GraphError {
+    /// An event of the tree arrived before the root's `run.started`.
+    #[error("graph event before the root run started")]
+    RootNotStarted,
+    /// An event refers to a node the graph does not hold.
+    #[error("graph event refers to an unknown {0} node")]
+    UnknownNode(&'static str),
+    /// A node id would be created twice.
+    #[error("graph node created twice")]
+    DuplicateNode,
+    /// A run-tree `sequence` does not follow the last one applied.
+    #[error("run-tree sequence {got} does not follow {last}")]
+    OutOfOrder {
+        /// Last applied sequence.
+        last: u64,
+        /// The event's sequence.
+        got: u64,
+    },
+}
+
+impl GraphError {
+    /// Stable machine code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::RootNotStarted => "graph_root_not_started",
+            Self::UnknownNode(_) => "graph_unknown_node",
+            Self::DuplicateNode => "graph_duplicate_node",
+            Self::OutOfOrder { .. } => "graph_out_of_order",
+        }
+    }
+}
+
+/// Node kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    /// A run (root or nested).
+    Run,
+    /// A tool call.
+    Tool,
+    /// A run-scope interrupt.
+    Interrupt,
+}
+
+/// One graph node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Node {
+    /// Stable id (`run:…`, `tool:…`, `interrupt:…`).
+    pub id: String,
+    /// What the node stands for.
+    pub kind: NodeKind,
+    /// Run id, tool name or interrupt kind.
+    pub label: String,
+    /// Run: `running|paused|finished|error|cancelled`; tool: `running` or its
+    /// outcome; interrupt: `open` or its decision.
+    pub state: String,
+    /// The run a tool call or interrupt belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+}
+
+/// Edge kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EdgeKind {
+    /// Parent run → nested run.
+    Child,
+    /// Run → tool call.
+    Tool,
+    /// Run → interrupt.
+    Interrupt,
+}
+
+impl EdgeKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Child => "child",
+            Self::Tool => "tool",
+            Self::Interrupt => "interrupt",
+        }
+    }
+}
+
+/// One graph edge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Edge {
+    /// Stable id `{kind}:{from}->{to}`.
+    pub id: String,
+    /// Edge kind.
+    pub kind: EdgeKind,
+    /// Source node id.
+    pub from: String,
+    /// Target node id.
+    pub to: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Change {
+    Node(Node),
+    Edge(Edge),
+    State(usize, String),
+}
+
+/// A checked, not yet applied, graph step.
+#[derive(Debug)]
+pub(crate) struct Prepared(Option<(u64, Vec<Change>)>);
+
+/// The derived graph of one run tree, with its revision and source cursor.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunGraph {
+    root_run_id: String,
+    nodes: Vec<Node>,
+    edges: Vec<Edge>,
+    index: BTreeMap<String, usize>,
+    revision: u64,
+    cursor: u64,
+    /// `(sequence, revision, changes)` per graph-changing event, kept only
+    /// when built with [`RunGraph::with_history`].
+    history: Option<Vec<(u64, u64, Vec<Change>)>>,
+}
+
+impl RunGraph {
+    /// An empty graph for the run tree rooted at `root_run_id` (revision 0).
+    pub fn new(root_run_id: &str) -> Self {
+        Self {
+            root_run_id: root_run_id.to_owned(),
+            ..Self::default()
+        }
+    }
+
+    /// Like [`RunGraph::new`], also keeping every revision so that
+    /// [`RunGraph::at`] can rebuild the graph at an earlier cursor.
+    pub fn with_history(root_run_id: &str) -> Self {
+        Self {
+            history: Some(Vec::new()),
+            ..Self::new(root_run_id)
+        }
+    }
+
+    /// The root run.
+    pub fn root_run_id(&self) -> &str {
+        &self.root_run_id
+    }
+    /// The root node id, `run:{rootRunId}`.
+    pub fn root_node_id(&self) -> String {
+        format!("run:{}", self.root_run_id)
+    }
+    /// Current revision (0 before the root started).
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+    /// Run-tree sequence of the last event applied.
+    pub fn cursor(&self) -> u64 {
+        self.cursor
+    }
+    /// Nodes in creation order.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+    /// Edges in creation order.
+    pub fn edges(&self) -> &[Edge] {
+        &self.edges
+    }
+
+    /// Applies one authority event and returns the RFC 6902 patch that moves
+    /// the previous revision to the new one (empty when the event does not
+    /// change the graph; then the revision stays). Events of other run trees,
+    /// and redelivered events at or below the cursor, change nothing. On an
+    /// error nothing changes.
+    pub fn apply(&mut self, ev: &AuthorityEvent) -> Result<Vec<PatchOp>, GraphError> {
+        let changes = self.plan(ev)?;
+        let Some(seq) = self.in_tree(ev) else {
+            return Ok(Vec::new());
+        };
+        Ok(self.commit(seq, changes))
+    }
+
+    /// Checks `ev` against the graph without changing it; [`RunGraph::finish`]
+    /// then applies the result. Lets a caller (the checker) validate first
+    /// and mutate only once every other check has passed.
+    pub(crate) fn prepare(&self, ev: &AuthorityEvent) -> Result<Prepared, GraphError> {
+        let changes = self.plan(ev)?;
+        Ok(Prepared(self.in_tree(ev).map(|seq| (seq, changes))))
+    }
+
+    /// Applies a [`RunGraph::prepare`] result.
+    pub(crate) fn finish(&mut self, prepared: Prepared) -> Vec<PatchOp> {
+        match prepared.0 {
+            Some((seq, changes)) => self.commit(seq, changes),
+            None => Vec::new(),
+        }
+    }
+
+    /// The changes `ev` would make, without making them.
+    fn plan(&self, ev: &AuthorityEvent) -> Result<Vec<Change>, GraphError> {
+        let Some(seq) = self.in_tree(ev) else {
+            return Ok(Vec::new());
+        };
+        if self.cursor != 0 && seq != self.cursor + 1 {
+            return Err(GraphError::OutOfOrder {
+                last: self.cursor,
+                got: seq,
+            });
+        }
+        let run = ev.envelope.run_id.as_deref().unwrap_or(&self.root_run_id);
+        let run_node = format!("run:{run}");
+        let started = self.revision > 0;
+        if !started && !matches!(ev.payload, AuthorityPayload::RunStarted { .. }) {
+            return Err(GraphError::RootNotStarted);
+        }
+        let run_state = |state: &str| -> Result<Vec<Change>, GraphError> {
+            let i = self.position(&run_node, "run")?;
+            Ok(vec![Change::State(i, state.to_owned())])
+        };
+        Ok(match &ev.payload {
+            AuthorityPayload::RunStarted { .. } => {
+                if self.index.contains_key(&run_node) {
+                    return Err(GraphError::DuplicateNode);
+                }
+                let mut changes = vec![Change::Node(Node {
+                    id: run_node.clone(),
+                    kind: NodeKind::Run,
+                    label: run.to_owned(),
+                    state: "running".into(),
+                    run_id: None,
+                })];
+                if let Some(parent) = ev.envelope.parent_run_id.as_deref() {
+                    let from = format!("run:{parent}");
+                    self.position(&from, "run")?;
+                    changes.push(Change::Edge(edge(EdgeKind::Child, from, run_node)));
+                } else if started {
+                    // A second parentless run in one tree is not a run tree.
+                    return Err(GraphError::UnknownNode("parent run"));
+                }
+                changes
+            }
+            AuthorityPayload::RunPaused { .. } => run_state("paused")?,
+            AuthorityPayload::RunResumed { .. } => run_state("running")?,
+            AuthorityPayload::RunFinished { .. } => run_state("finished")?,
+            AuthorityPayload::RunError { .. } => run_state("error")?,
+            AuthorityPayload::RunCancelled { .. } => run_state("cancelled")?,
+            AuthorityPayload::ToolCallStarted {
+                tool_call_id,
+                tool_name,
+                ..
+            } => self.child(
+                &run_node,
+                run,
+                format!("tool:{tool_call_id}"),
+                NodeKind::Tool,
+                tool_name,
+                "running",
+                EdgeKind::Tool,
+            )?,
+            AuthorityPayload::ToolCallFinished {
+                tool_call_id,
+                outcome,
+                ..
+            } => {
+                let i = self.position(&format!("tool:{tool_call_id}"), "tool")?;
+                let state = match outcome {
+                    Outcome::Success => "success",
+                    Outcome::Error => "error",
+                    Outcome::Cancelled => "cancelled",
+                };
+                vec![Change::State(i, state.into())]
+            }
+            AuthorityPayload::InterruptRequested {
+                interrupt_id,
+                kind,
+                scope,
+                ..
+            } if *scope != Some(InterruptScope::Workflow) => self.child(
+                &run_node,
+                run,
+                format!("interrupt:{interrupt_id}"),
+                NodeKind::Interrupt,
+                kind,
+                "open",
+                EdgeKind::Interrupt,
+            )?,
+            AuthorityPayload::InterruptResolved {
+                interrupt_id,
+                decision,
+                scope,
+                ..
+            } if *scope != Some(InterruptScope::Workflow) => {
+                let i = self.position(&format!("interrupt:{interrupt_id}"), "interrupt")?;
+                vec![Change::State(i, decision.clone())]
+            }
+            _ => Vec::new(),
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn child(
+        &self,
+        run_node: &str,
+        run: &str,
+        id: String,
+        kind: NodeKind,
+        label: &str,
+        state: &str,
+        edge_kind: EdgeKind,
+    ) -> Result<Vec<Change>, GraphError> {
+        self.position(run_node, "run")?;
+        if self.index.contains_key(&id) {
+            return Err(GraphError::DuplicateNode);
+        }
+        Ok(vec![
+            Change::Node(Node {
+                id: id.clone(),
+                kind,
+                label: label.to_owned(),
+                state: state.to_owned(),
+                run_id: Some(run.to_owned()),
+            }),
+            Change::Edge(edge(edge_kind, run_node.to_owned(), id)),
+        ])
+    }
+
+    fn position(&self, id: &str, what: &'static str) -> Result<usize, GraphError> {
+        self.index
+            .get(id)
+            .copied()
+            .ok_or(GraphError::UnknownNode(what))
+    }
+
+    /// The run-tree sequence of `ev` if it belongs to this tree and is new.
+    fn in_tree(&self, ev: &AuthorityEvent) -> Option<u64> {
+        let env = &ev.envelope;
+        let seq = env.sequence?;
+        (env.root_run_id.as_deref() == Some(self.root_run_id.as_str()) && seq > self.cursor)
+            .then_some(seq)
+    }
+
+    fn commit(&mut self, seq: u64, changes: Vec<Change>) -> Vec<PatchOp> {
+        self.cursor = seq;
+        if changes.is_empty() {
+            return Vec::new();
+        }
+        self.revision += 1;
+        let patch = changes.iter().map(|c| self.change(c)).collect();
+        if let Some(h) = &mut self.history {
+            h.push((seq, self.revision, changes));
+        }
+        patch
+    }
+
+    /// Applies one change and returns its patch operation.
+    fn change(&mut self, c: &Change) -> PatchOp {
+        match c {
+            Change::Node(n) => {
+                self.index.insert(n.id.clone(), self.nodes.len());
+                self.nodes.push(n.clone());
+                add("/nodes/-", to_value(n))
+            }
+            Change::Edge(e) => {
+                self.edges.push(e.clone());
+                add("/edges/-", to_value(e))
+            }
+            Change::State(i, state) => {
+                if let Some(n) = self.nodes.get_mut(*i) {
+                    n.state = state.clone();
+                }
+                PatchOp {
+                    op: PatchOpKind::Replace,
+                    path: format!("/nodes/{i}/state"),
+                    from: None,
+                    value: Some(Value::String(state.clone())),
+                }
+            }
+        }
+    }
+
+    /// The graph as it stood once the run journal reached `sequence`, with
+    /// its revision. `None` without history or before the root started.
+    pub fn at(&self, sequence: u64) -> Option<RunGraph> {
+        let history = self.history.as_ref()?;
+        let mut g = RunGraph::new(&self.root_run_id);
+        for (seq, _, changes) in history.iter().take_while(|(s, _, _)| *s <= sequence) {
+            g.commit(*seq, changes.clone());
+        }
+        g.cursor = sequence.min(self.cursor);
+        (g.revision > 0).then_some(g)
+    }
+
+    /// The graph body `{"edges","nodes","rootNodeId"}` as carried by a
+    /// `graph.snapshot`.
+    pub fn body(&self) -> Value {
+        json!({
+            "rootNodeId": self.root_node_id(),
+            "nodes": self.nodes.iter().map(to_value).collect::<Vec<_>>(),
+            "edges": self.edges.iter().map(to_value).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Canonical bytes of [`RunGraph::body`]: equal graphs give equal bytes.
+    pub fn canonical_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.body()).unwrap_or_default()
+    }
+
+    /// A complete `graph.snapshot` hydrate record of the current revision.
+    /// Only the timestamp is the caller's; everything else is derived.
+    pub fn snapshot_record(&self, session_id: &str, timestamp: &str) -> Value {
+        let mut v = self.body();
+        if let Value::Object(m) = &mut v {
+            m.extend(self.anchor(session_id, timestamp, "graph.snapshot"));
+            m.insert("revision".into(), json!(self.revision));
+        }
+        v
+    }
+
+    /// A `graph.delta` hydrate record carrying `patch` (as returned by
+    /// [`RunGraph::apply`]) from `revision - 1` to the current revision.
+    pub fn delta_record(&self, session_id: &str, timestamp: &str, patch: &[PatchOp]) -> Value {
+        let mut m = self.anchor(session_id, timestamp, "graph.delta");
+        m.insert(
+            "baseRevision".into(),
+            json!(self.revision.saturating_sub(1)),
+        );
+        m.insert("revision".into(), json!(self.revision));
+        m.insert(
+            "patch".into(),
+            serde_json::to_value(patch).unwrap_or(Value::Null),
+        );
+        Value::Object(m)
+    }
+
+    fn anchor(
+        &self,
+        session_id: &str,
+        timestamp: &str,
+        ty: &str,
+    ) -> serde_json::Map<String, Value> {
+        let v = json!({
+            "type": ty,
+            "protocolVersion": crate::PROTOCOL_VERSION,
+            "timestamp": timestamp,
+            "sessionId": session_id,
+            "scope": "run",
+            "rootRunId": self.root_run_id,
+            "graphSchemaVersion": GRAPH_SCHEMA_VERSION,
+            "sourceRunCursor": {"rootRunId": self.root_run_id, "sequence": self.cursor},
+        });
+        match v {
+            Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        }
+    }
+}
+
+/// Derives the graph of the run tree `root_run_id` from a session's
+/// authority events in journal order (events of other trees are skipped).
+pub fn derive<'a>(
+    root_run_id: &str,
+    events: impl IntoIterator<Item = &'a AuthorityEvent>,
+) -> Result<RunGraph, GraphError> {
+    let mut g = RunGraph::new(root_run_id);
+    for ev in events {
+        g.apply(ev)?;
+    }
+    Ok(g)
+}
+
+fn edge(kind: EdgeKind, from: String, to: String) -> Edge {
+    Edge {
+        id: format!("{}:{from}->{to}", kind.as_str()),
+        kind,
+        from,
+        to,
+    }
+}
+
+fn add(path: &str, value: Value) -> PatchOp {
+    PatchOp {
+        op: PatchOpKind::Add,
+        path: path.to_owned(),
+        from: None,
+        value: Some(value),
+    }
+}
+
+fn to_value<T: Serialize>(t: &T) -> Value {
+    serde_json::to_value(t).unwrap_or(Value::Null)
+}
