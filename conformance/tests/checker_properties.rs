@@ -289,4 +289,33 @@ proptest! {
         m.emit("intruder", json!({"type": "run.started"}));
         prop_assert_eq!(reduce(&m.events).err(), Some((n, "session_slot_busy")));
     }
+
+    #[test]
+    fn shifting_a_run_tree_sequence_is_refused_as_a_run_gap(c in choices(), at in any::<u16>()) {
+        let m = journal(&c);
+        let tree: Vec<usize> = (0..m.events.len()).filter(|i| m.events[*i].get("sequence").is_some()).collect();
+        prop_assume!(!tree.is_empty());
+        let i = tree[(at as usize) % tree.len()];
+        let mut events = m.events.clone();
+        let seq = events[i]["sequence"].as_u64().unwrap();
+        events[i]["sequence"] = json!(seq + 1);
+        prop_assert_eq!(reduce(&events).err(), Some((i, "run_sequence_gap")));
+    }
+
+    #[test]
+    fn the_checkers_graph_is_the_derivation_of_the_journal(c in choices()) {
+        let m = journal(&c);
+        let checker = reduce(&m.events).unwrap();
+        let v = narad_core::Validator::default();
+        let events: Vec<narad_core::AuthorityEvent> = m.events.iter().filter_map(|e| match v.parse(&bytes(e)).ok()? {
+            narad_core::Parsed::Record { record: narad_core::Record::Authority(ev), .. } => Some(ev),
+            _ => None,
+        }).collect();
+        let roots: std::collections::BTreeSet<String> = m.events.iter().filter_map(|e| e["rootRunId"].as_str().map(str::to_owned)).collect();
+        for root in roots {
+            let derived = narad_core::graph::derive(&root, &events).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let held = checker.graph("s", &root).map(|g| g.canonical_bytes());
+            prop_assert_eq!(held, Some(derived.canonical_bytes()));
+        }
+    }
 }
