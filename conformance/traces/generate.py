@@ -315,16 +315,20 @@ def payload(j, bad):
     execute(j, args={"path": "b"} if bad else None)
 case("client-execute-payload-mismatch", "11.3", "execute toolName and args equal tool.call.started", "execute_payload_mismatch", payload)
 
+def reattach(j):
+    """The executor attaches again: lease-2 supersedes lease-1."""
+    ctl(j, "client.attached", clientExecutorId="desk", leaseId="lease-2", heartbeatIntervalMs=15000, leaseExpiresAt="2026-08-05T00:02:00Z")
+
 def superseded(j, bad):
     client_setup(j)
-    ctl(j, "client.attached", clientExecutorId="desk", leaseId="lease-2", heartbeatIntervalMs=15000, leaseExpiresAt="2026-08-05T00:02:00Z")
+    reattach(j)
     execute(j, lease="lease-1" if bad else "lease-2")
 case("client-execute-on-superseded-lease", "11.1", "a superseded lease accepts no new execution", "lease_invalid", superseded)
 
 def new_lease_claims(j, bad):
     client_setup(j)
     execute(j)
-    ctl(j, "client.attached", clientExecutorId="desk", leaseId="lease-2", heartbeatIntervalMs=15000, leaseExpiresAt="2026-08-05T00:02:00Z")
+    reattach(j)
     finish(j, lease="lease-2" if bad else "lease-1")
 case("client-finish-from-new-lease", "11.3", "a finish uses the token's originating lease; the new lease cannot claim it", "token_mismatch", new_lease_claims)
 
