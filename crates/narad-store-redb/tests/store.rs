@@ -13,14 +13,24 @@ use serde_json::json;
 
 /// A run-tree event of `session` at `seq` (session and run-tree sequence equal).
 fn event(session: &str, seq: u64, tag: &str) -> StoredEvent {
+    event_at(session, seq, seq, tag)
+}
+
+/// A run-tree event at session position `seq` and run-tree position `rseq`.
+fn event_at(session: &str, seq: u64, rseq: u64, tag: &str) -> StoredEvent {
     let bytes = serde_json::to_vec(&json!({
         "type": "tool.call.started", "protocolVersion": "narad/v1",
         "eventId": format!("{session}-e{seq}-{tag}"), "timestamp": "2026-08-05T00:00:00Z",
         "sessionId": session, "sessionSequence": seq, "rootRunId": "r", "runId": "r",
-        "sequence": seq, "toolCallId": format!("t{seq}"), "toolName": "x", "executor": "backend", "args": {"tag": tag}
+        "sequence": rseq, "toolCallId": format!("t{seq}"), "toolName": "x", "executor": "backend", "args": {"tag": tag}
     }))
     .unwrap();
-    match Validator::default().parse(&bytes).unwrap() {
+    stored(&bytes)
+}
+
+/// Parses authority bytes into what the store is given.
+fn stored(bytes: &[u8]) -> StoredEvent {
+    match Validator::default().parse(bytes).unwrap() {
         Parsed::Record {
             record: Record::Authority(ev),
             ..
@@ -279,4 +289,37 @@ async fn a_file_from_a_newer_layout_is_refused() {
         }
     );
     assert_eq!(err.code(), "newer_schema");
+}
+
+fn workflow_event(seq: u64, wseq: u64, ty: &str) -> StoredEvent {
+    let bytes = serde_json::to_vec(&json!({
+        "type": ty, "protocolVersion": "narad/v1", "eventId": format!("w{seq}"),
+        "timestamp": "2026-08-05T00:00:00Z", "sessionId": "s", "sessionSequence": seq,
+        "workflowId": "wf", "workflowSequence": wseq
+    }))
+    .unwrap();
+    stored(&bytes)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workflow_history_pages_by_workflow_sequence() {
+    let (_d, s) = store().await;
+    let evs = vec![
+        workflow_event(1, 1, "workflow.started"),
+        event_at("s", 2, 1, "a"),
+        workflow_event(3, 2, "workflow.finished"),
+    ];
+    let mut skewed = evs.clone();
+    skewed[2].position.workflow = Some(("wf".into(), 3));
+    assert_eq!(
+        s.append(batch("s", 0, skewed)).await.unwrap_err(),
+        StoreError::Contiguity {
+            domain: "workflowSequence"
+        }
+    );
+    s.append(batch("s", 0, evs.clone())).await.unwrap();
+    let first = s.read_workflow("s", "wf", 0, 1).await.unwrap();
+    assert_eq!((first.events, first.next), (vec![evs[0].clone()], Some(1)));
+    let rest = s.read_workflow("s", "wf", 1, 10).await.unwrap();
+    assert_eq!((rest.events, rest.next), (vec![evs[2].clone()], None));
 }
