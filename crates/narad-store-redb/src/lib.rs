@@ -6,8 +6,8 @@
 //!
 //! **Status:** first slice of issue 4: append with head guard, contiguity,
 //! redelivery and side writes; session, run and workflow reads; session
-//! list; schema version check. Not yet: group commit, commit notification,
-//! the shared suite.
+//! list; schema version check; passes the shared `narad_store::suite`. Not
+//! yet: group commit, commit notification.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), narad_store::StoreError> {

@@ -6,9 +6,9 @@
 //! by optimistic concurrency on the session head rather than by in-process
 //! locks.
 //!
-//! **Status:** this crate defines the contract only. The backends
-//! (`narad-store-redb`, `narad-store-sqlite`) and the backend-agnostic test
-//! suite arrive with issue 4; until then nothing implements [`Store`].
+//! **Status:** the contract and the shared [`suite`] (instantiated per
+//! backend with [`store_suite!`]); `narad-store-redb` implements it.
+//! SQLite and PostgreSQL follow (issues 4 and 8).
 //!
 //! ## The contract, per method
 //!
@@ -235,3 +235,5 @@ pub trait Store: Send + Sync {
     /// One side record.
     async fn side(&self, space: SideSpace, key: &str) -> Result<Option<Bytes>, StoreError>;
 }
+
+pub mod suite;
