@@ -291,33 +291,14 @@ fn page_session(db: &Database, sid: &str, after: u64, limit: usize) -> Result<Pa
         .range((sid, after.saturating_add(1))..=(sid, u64::MAX))
         .map_err(backend)?
     {
-        let (k, v) = item.map_err(backend)?;
+        let (_, v) = item.map_err(backend)?;
         if out.len() == limit {
             next = Some(after + out.len() as u64);
             break;
         }
-        out.push(decode(k.value().1, v.value())?);
+        out.push(StoredEvent::from_stored_bytes(v.value())?);
     }
     Ok(Page { events: out, next })
-}
-
-/// Rebuilds a [`StoredEvent`] from stored bytes (positions come from the
-/// bytes themselves, so nothing is stored twice).
-fn decode(seq: u64, bytes: &[u8]) -> Result<StoredEvent, StoreError> {
-    let v = narad_core::Validator::default();
-    match v.parse(bytes) {
-        Ok(narad_core::Parsed::Record {
-            record: narad_core::Record::Authority(ev),
-            ..
-        }) => {
-            let mut s = StoredEvent::from(&ev);
-            s.position.session_sequence = seq;
-            Ok(s)
-        }
-        _ => Err(StoreError::Backend(format!(
-            "stored event at sessionSequence {seq} does not parse"
-        ))),
-    }
 }
 
 fn page_scope(
@@ -347,7 +328,7 @@ fn page_scope(
             .get((sid, seq))
             .map_err(backend)?
             .ok_or_else(|| StoreError::Backend("index names a missing event".into()))?;
-        out.push(decode(seq, bytes.value())?);
+        out.push(StoredEvent::from_stored_bytes(bytes.value())?);
     }
     Ok(Page { events: out, next })
 }

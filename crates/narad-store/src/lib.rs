@@ -72,6 +72,23 @@ impl From<&AuthorityEvent> for StoredEvent {
     }
 }
 
+impl StoredEvent {
+    /// Rebuilds a stored event from its bytes: backends keep the bytes and
+    /// derive identity and positions from them rather than store them twice.
+    /// Bytes that no longer parse as an authority event are a backend error.
+    pub fn from_stored_bytes(bytes: &[u8]) -> Result<Self, StoreError> {
+        match narad_core::Validator::default().parse(bytes) {
+            Ok(narad_core::Parsed::Record {
+                record: narad_core::Record::Authority(ev),
+                ..
+            }) => Ok(Self::from(&ev)),
+            _ => Err(StoreError::Backend(
+                "a stored event no longer parses as an authority event".into(),
+            )),
+        }
+    }
+}
+
 /// Durable records beside the journal (§11 leases and tokens, snapshots).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum SideSpace {
