@@ -17,14 +17,14 @@
 //! # Ok(()) }
 //! ```
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use narad_store::{
-    Appended, Batch, Expect, Page, SideSpace, SideWrite, Store, StoreError, StoredEvent,
+    check_contiguity, expectation_holds, Appended, Batch, Page, Scope, SideSpace, SideWrite, Store,
+    StoreError, StoredEvent,
 };
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
@@ -176,39 +176,10 @@ fn append_blocking(db: &Database, batch: Batch) -> Result<Appended, StoreError> 
             });
         }
         // Contiguity of every ordering domain, checked before any write.
-        let mut next = head;
-        let mut run_heads: BTreeMap<&str, u64> = BTreeMap::new();
-        let mut wf_heads: BTreeMap<&str, u64> = BTreeMap::new();
-        for ev in &fresh {
-            if ev.position.session_sequence != next + 1 {
-                return Err(StoreError::Contiguity {
-                    domain: "sessionSequence",
-                });
-            }
-            next += 1;
-            if let Some((root, seq)) = &ev.position.run {
-                let last = match run_heads.get(root.as_str()) {
-                    Some(h) => *h,
-                    None => last_key(&runs, sid, root)?,
-                };
-                if *seq != last + 1 {
-                    return Err(StoreError::Contiguity { domain: "sequence" });
-                }
-                run_heads.insert(root, *seq);
-            }
-            if let Some((wf, seq)) = &ev.position.workflow {
-                let last = match wf_heads.get(wf.as_str()) {
-                    Some(h) => *h,
-                    None => last_key(&wfs, sid, wf)?,
-                };
-                if *seq != last + 1 {
-                    return Err(StoreError::Contiguity {
-                        domain: "workflowSequence",
-                    });
-                }
-                wf_heads.insert(wf, *seq);
-            }
-        }
+        let next = check_contiguity(head, &fresh, |scope, id| match scope {
+            Scope::Run => last_key(&runs, sid, id),
+            Scope::Workflow => last_key(&wfs, sid, id),
+        })?;
         for w in &batch.side {
             check_side(&side, w)?;
         }
@@ -269,13 +240,7 @@ fn check_side(
     let current = side
         .get((space(w.space), w.key.as_str()))
         .map_err(backend)?;
-    let ok = match (&w.expect, current) {
-        (Expect::Any, _) => true,
-        (Expect::Absent, c) => c.is_none(),
-        (Expect::Equals(b), Some(c)) => c.value() == b.as_ref(),
-        (Expect::Equals(_), None) => false,
-    };
-    if ok {
+    if expectation_holds(&w.expect, current.as_ref().map(|c| c.value())) {
         Ok(())
     } else {
         Err(StoreError::SideConflict)

@@ -213,6 +213,68 @@ impl StoreError {
     }
 }
 
+/// An ordering scope below the session (§4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// A run tree, by `rootRunId`; positions are run-tree `sequence`.
+    Run,
+    /// A workflow, by `workflowId`; positions are `workflowSequence`.
+    Workflow,
+}
+
+/// Checks that the new events of a batch continue the session head and the
+/// head of every run tree and workflow they touch; `stored_head(scope, id)`
+/// reads a scope's last stored position (0 if none). Returns the new session
+/// head. Shared by every backend so they refuse exactly the same batches.
+pub fn check_contiguity(
+    head: u64,
+    fresh: &[&StoredEvent],
+    mut stored_head: impl FnMut(Scope, &str) -> Result<u64, StoreError>,
+) -> Result<u64, StoreError> {
+    let mut next = head;
+    let mut heads: std::collections::BTreeMap<(u8, &str), u64> = Default::default();
+    for ev in fresh {
+        if ev.position.session_sequence != next + 1 {
+            return Err(StoreError::Contiguity {
+                domain: "sessionSequence",
+            });
+        }
+        next += 1;
+        let scoped = [
+            (Scope::Run, 0, "sequence", &ev.position.run),
+            (
+                Scope::Workflow,
+                1,
+                "workflowSequence",
+                &ev.position.workflow,
+            ),
+        ];
+        for (scope, tag, domain, pos) in scoped {
+            if let Some((id, seq)) = pos {
+                let last = match heads.get(&(tag, id.as_str())) {
+                    Some(h) => *h,
+                    None => stored_head(scope, id)?,
+                };
+                if *seq != last + 1 {
+                    return Err(StoreError::Contiguity { domain });
+                }
+                heads.insert((tag, id.as_str()), *seq);
+            }
+        }
+    }
+    Ok(next)
+}
+
+/// Whether a side record's current value satisfies `expect`.
+pub fn expectation_holds(expect: &Expect, current: Option<&[u8]>) -> bool {
+    match (expect, current) {
+        (Expect::Any, _) => true,
+        (Expect::Absent, c) => c.is_none(),
+        (Expect::Equals(b), Some(c)) => c == b.as_ref(),
+        (Expect::Equals(_), None) => false,
+    }
+}
+
 /// The storage contract (see the crate docs for each method's rules).
 #[async_trait]
 pub trait Store: Send + Sync {
