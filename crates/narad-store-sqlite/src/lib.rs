@@ -6,8 +6,8 @@
 //! Blocking work runs on tokio's blocking pool.
 //!
 //! **Status:** first slice of issue 4; passes the shared
-//! `narad_store::suite`. Not yet: group commit, commit notification, the
-//! two-process test.
+//! `narad_store::suite`. Two real processes sharing one file are tested.
+//! Not yet: group commit, commit notification.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), narad_store::StoreError> {

@@ -24,7 +24,7 @@ use serde_json::json;
 use crate::{Batch, Expect, SideSpace, SideWrite, Store, StoreError, StoredEvent};
 
 /// A run-tree event of `session` at `seq` (session and run-tree sequence equal).
-fn event(session: &str, seq: u64, tag: &str) -> StoredEvent {
+pub fn event(session: &str, seq: u64, tag: &str) -> StoredEvent {
     event_at(session, seq, seq, tag)
 }
 
@@ -51,7 +51,7 @@ fn stored(bytes: &[u8]) -> StoredEvent {
     }
 }
 
-fn batch(session: &str, head: u64, events: Vec<StoredEvent>) -> Batch {
+pub fn batch(session: &str, head: u64, events: Vec<StoredEvent>) -> Batch {
     Batch {
         session_id: session.into(),
         expected_head: head,
