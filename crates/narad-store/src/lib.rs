@@ -315,4 +315,5 @@ pub trait Store: Send + Sync {
     async fn side(&self, space: SideSpace, key: &str) -> Result<Option<Bytes>, StoreError>;
 }
 
+pub mod bench;
 pub mod suite;
