@@ -23,8 +23,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use narad_store::{
-    check_contiguity, expectation_holds, Appended, Batch, Page, Scope, SideSpace, SideWrite, Store,
-    StoreError, StoredEvent,
+    plan_batch, Appended, Batch, Page, Plan, Scope, SideSpace, Store, StoreError, StoredEvent,
 };
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
@@ -137,52 +136,38 @@ fn append_blocking(db: &Database, batch: Batch) -> Result<Appended, StoreError> 
         let mut side = tx.open_table(SIDE).map_err(backend)?;
         let head = heads.get(sid).map_err(backend)?.map_or(0, |v| v.value());
 
-        // Redelivery first: identical bytes report the stored position.
-        let mut positions = Vec::with_capacity(batch.events.len());
-        let mut fresh = Vec::new();
-        for ev in &batch.events {
-            let stored = ids
-                .get((sid, ev.event_id.as_str()))
-                .map_err(backend)?
-                .map(|v| v.value());
-            match stored {
-                Some(seq) => {
-                    let same = events
-                        .get((sid, seq))
-                        .map_err(backend)?
-                        .is_some_and(|b| b.value() == ev.bytes.as_ref());
-                    if !same {
-                        return Err(StoreError::EventConflict);
-                    }
-                    positions.push(seq);
-                }
-                None => {
-                    positions.push(ev.position.session_sequence);
-                    fresh.push(ev);
-                }
-            }
-        }
-        if fresh.is_empty() && batch.side.is_empty() && !batch.events.is_empty() {
-            return Ok(Appended {
-                head,
-                positions,
-                redelivered: true,
-            });
-        }
-        if batch.expected_head != head {
-            return Err(StoreError::HeadConflict {
-                expected: batch.expected_head,
-                current: head,
-            });
-        }
-        // Contiguity of every ordering domain, checked before any write.
-        let next = check_contiguity(head, &fresh, |scope, id| match scope {
-            Scope::Run => last_key(&runs, sid, id),
-            Scope::Workflow => last_key(&wfs, sid, id),
-        })?;
-        for w in &batch.side {
-            check_side(&side, w)?;
-        }
+        let plan = plan_batch(
+            &batch,
+            head,
+            |ev| {
+                let Some(seq) = ids
+                    .get((sid, ev.event_id.as_str()))
+                    .map_err(backend)?
+                    .map(|v| v.value())
+                else {
+                    return Ok(None);
+                };
+                let same = events
+                    .get((sid, seq))
+                    .map_err(backend)?
+                    .is_some_and(|b| b.value() == ev.bytes.as_ref());
+                Ok(Some((seq, same)))
+            },
+            |scope, id| match scope {
+                Scope::Run => last_key(&runs, sid, id),
+                Scope::Workflow => last_key(&wfs, sid, id),
+            },
+            |w| {
+                Ok(side
+                    .get((space(w.space), w.key.as_str()))
+                    .map_err(backend)?
+                    .map(|v| v.value().to_vec()))
+            },
+        )?;
+        let (fresh, appended) = match plan {
+            Plan::Redelivered(done) => return Ok(done),
+            Plan::Write { fresh, appended } => (fresh, appended),
+        };
         for ev in &fresh {
             let seq = ev.position.session_sequence;
             events
@@ -207,12 +192,8 @@ fn append_blocking(db: &Database, batch: Batch) -> Result<Appended, StoreError> 
             }
             .map_err(backend)?;
         }
-        heads.insert(sid, next).map_err(backend)?;
-        Appended {
-            head: next,
-            positions,
-            redelivered: false,
-        }
+        heads.insert(sid, appended.head).map_err(backend)?;
+        appended
     };
     tx.commit().map_err(backend)?;
     Ok(appended)
@@ -230,20 +211,6 @@ fn last_key(
         Some(Ok((k, _))) => Ok(k.value().2),
         Some(Err(e)) => Err(backend(e)),
         None => Ok(0),
-    }
-}
-
-fn check_side(
-    side: &impl ReadableTable<(u8, &'static str), &'static [u8]>,
-    w: &SideWrite,
-) -> Result<(), StoreError> {
-    let current = side
-        .get((space(w.space), w.key.as_str()))
-        .map_err(backend)?;
-    if expectation_holds(&w.expect, current.as_ref().map(|c| c.value())) {
-        Ok(())
-    } else {
-        Err(StoreError::SideConflict)
     }
 }
 

@@ -24,8 +24,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use narad_store::{
-    check_contiguity, expectation_holds, Appended, Batch, Page, Scope, SideSpace, Store,
-    StoreError, StoredEvent,
+    plan_batch, Appended, Batch, Page, Plan, Scope, SideSpace, Store, StoreError, StoredEvent,
 };
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
@@ -201,56 +200,40 @@ fn append_blocking(conn: &mut Connection, batch: Batch) -> Result<Appended, Stor
         .transpose()?
         .unwrap_or(0);
 
-    let mut positions = Vec::with_capacity(batch.events.len());
-    let mut fresh = Vec::new();
-    for ev in &batch.events {
-        let stored: Option<(i64, Vec<u8>)> = tx
-            .query_row(
-                "SELECT seq, bytes FROM events WHERE session = ?1 AND event_id = ?2",
-                params![sid, ev.event_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(backend)?;
-        match stored {
-            Some((seq, bytes)) if bytes == ev.bytes.as_ref() => positions.push(uint(seq)?),
-            Some(_) => return Err(StoreError::EventConflict),
-            None => {
-                positions.push(ev.position.session_sequence);
-                fresh.push(ev);
-            }
-        }
-    }
-    if fresh.is_empty() && batch.side.is_empty() && !batch.events.is_empty() {
-        return Ok(Appended {
-            head,
-            positions,
-            redelivered: true,
-        });
-    }
-    if batch.expected_head != head {
-        return Err(StoreError::HeadConflict {
-            expected: batch.expected_head,
-            current: head,
-        });
-    }
-    let next = check_contiguity(head, &fresh, |scope, id| match scope {
-        Scope::Run => scope_head(&tx, "root", "rseq", sid, id),
-        Scope::Workflow => scope_head(&tx, "wf", "wseq", sid, id),
-    })?;
-    for w in &batch.side {
-        let current: Option<Vec<u8>> = tx
-            .query_row(
+    let plan = plan_batch(
+        &batch,
+        head,
+        |ev| {
+            let stored: Option<(i64, Vec<u8>)> = tx
+                .query_row(
+                    "SELECT seq, bytes FROM events WHERE session = ?1 AND event_id = ?2",
+                    params![sid, ev.event_id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .map_err(backend)?;
+            stored
+                .map(|(seq, bytes)| Ok((uint(seq)?, bytes == ev.bytes.as_ref())))
+                .transpose()
+        },
+        |scope, id| match scope {
+            Scope::Run => scope_head(&tx, "root", "rseq", sid, id),
+            Scope::Workflow => scope_head(&tx, "wf", "wseq", sid, id),
+        },
+        |w| {
+            tx.query_row(
                 "SELECT value FROM side WHERE space = ?1 AND key = ?2",
                 params![space(w.space), w.key],
                 |r| r.get(0),
             )
             .optional()
-            .map_err(backend)?;
-        if !expectation_holds(&w.expect, current.as_deref()) {
-            return Err(StoreError::SideConflict);
-        }
-    }
+            .map_err(backend)
+        },
+    )?;
+    let (fresh, appended) = match plan {
+        Plan::Redelivered(done) => return Ok(done),
+        Plan::Write { fresh, appended } => (fresh, appended),
+    };
     {
         let mut insert = tx
             .prepare_cached(
@@ -298,15 +281,11 @@ fn append_blocking(conn: &mut Connection, batch: Batch) -> Result<Appended, Stor
     tx.execute(
         "INSERT INTO heads (session, head) VALUES (?1, ?2)
          ON CONFLICT (session) DO UPDATE SET head = excluded.head",
-        params![sid, int(next)?],
+        params![sid, int(appended.head)?],
     )
     .map_err(backend)?;
     tx.commit().map_err(backend)?;
-    Ok(Appended {
-        head: next,
-        positions,
-        redelivered: false,
-    })
+    Ok(appended)
 }
 
 /// Last stored sequence of a run tree or workflow (`col`/`seq_col` are

@@ -222,11 +222,85 @@ pub enum Scope {
     Workflow,
 }
 
+/// What a backend does with a batch, as decided by [`plan_batch`].
+#[derive(Debug)]
+pub enum Plan<'a> {
+    /// Every event is stored with identical bytes: write nothing, answer this.
+    Redelivered(Appended),
+    /// Write `fresh` and the batch's side writes, then set the head to
+    /// `appended.head`.
+    Write {
+        /// The events not stored yet, in batch order.
+        fresh: Vec<&'a StoredEvent>,
+        /// The answer once the write commits.
+        appended: Appended,
+    },
+}
+
+/// The batch rules every backend applies inside its write transaction, in
+/// this order: redelivery (identical bytes report the stored position, other
+/// bytes are [`StoreError::EventConflict`]), the head guard, contiguity of
+/// all three ordering domains, side expectations. Nothing is decided by the
+/// backend, so every backend refuses exactly the same batches.
+///
+/// The backend supplies its current `head` and three reads:
+/// `stored(event)` → `(sessionSequence, same bytes)` if the id is stored;
+/// `stored_head(scope, id)` → last stored position of a run tree or
+/// workflow (0 if none); `side_value(write)` → the side record's current
+/// value.
+pub fn plan_batch<'a>(
+    batch: &'a Batch,
+    head: u64,
+    mut stored: impl FnMut(&StoredEvent) -> Result<Option<(u64, bool)>, StoreError>,
+    stored_head: impl FnMut(Scope, &str) -> Result<u64, StoreError>,
+    mut side_value: impl FnMut(&SideWrite) -> Result<Option<Vec<u8>>, StoreError>,
+) -> Result<Plan<'a>, StoreError> {
+    let mut positions = Vec::with_capacity(batch.events.len());
+    let mut fresh = Vec::new();
+    for ev in &batch.events {
+        match stored(ev)? {
+            Some((seq, true)) => positions.push(seq),
+            Some((_, false)) => return Err(StoreError::EventConflict),
+            None => {
+                positions.push(ev.position.session_sequence);
+                fresh.push(ev);
+            }
+        }
+    }
+    if fresh.is_empty() && batch.side.is_empty() && !batch.events.is_empty() {
+        return Ok(Plan::Redelivered(Appended {
+            head,
+            positions,
+            redelivered: true,
+        }));
+    }
+    if batch.expected_head != head {
+        return Err(StoreError::HeadConflict {
+            expected: batch.expected_head,
+            current: head,
+        });
+    }
+    let next = check_contiguity(head, &fresh, stored_head)?;
+    for w in &batch.side {
+        if !expectation_holds(&w.expect, side_value(w)?.as_deref()) {
+            return Err(StoreError::SideConflict);
+        }
+    }
+    Ok(Plan::Write {
+        fresh,
+        appended: Appended {
+            head: next,
+            positions,
+            redelivered: false,
+        },
+    })
+}
+
 /// Checks that the new events of a batch continue the session head and the
 /// head of every run tree and workflow they touch; `stored_head(scope, id)`
 /// reads a scope's last stored position (0 if none). Returns the new session
-/// head. Shared by every backend so they refuse exactly the same batches.
-pub fn check_contiguity(
+/// head.
+fn check_contiguity(
     head: u64,
     fresh: &[&StoredEvent],
     mut stored_head: impl FnMut(Scope, &str) -> Result<u64, StoreError>,
@@ -266,7 +340,7 @@ pub fn check_contiguity(
 }
 
 /// Whether a side record's current value satisfies `expect`.
-pub fn expectation_holds(expect: &Expect, current: Option<&[u8]>) -> bool {
+fn expectation_holds(expect: &Expect, current: Option<&[u8]>) -> bool {
     match (expect, current) {
         (Expect::Any, _) => true,
         (Expect::Absent, c) => c.is_none(),
