@@ -42,11 +42,6 @@ fn main() {
                 .await
                 .unwrap(),
         );
-        for (i, (label, sessions, size, per)) in
-            bench::configurations(quick).into_iter().enumerate()
-        {
-            let f = bench::appends(Arc::clone(&store), sessions, size, per, &format!("r{i}")).await;
-            bench::print("redb", label, f, raw_sync, raw_redb);
-        }
+        bench::run_all("redb", store, quick, raw_sync, raw_redb).await;
     });
 }

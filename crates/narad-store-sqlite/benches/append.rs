@@ -46,11 +46,6 @@ fn main() {
                 .await
                 .unwrap(),
         );
-        for (i, (label, sessions, size, per)) in
-            bench::configurations(quick).into_iter().enumerate()
-        {
-            let f = bench::appends(Arc::clone(&store), sessions, size, per, &format!("r{i}")).await;
-            bench::print("sqlite", label, f, raw_sync, raw_sqlite);
-        }
+        bench::run_all("sqlite", store, quick, raw_sync, raw_sqlite).await;
     });
 }

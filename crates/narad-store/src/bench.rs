@@ -118,3 +118,17 @@ pub fn configurations(quick: bool) -> Vec<(&'static str, usize, usize, u64)> {
         ("64 sessions, batch 100", 64, 100, 200 * k),
     ]
 }
+
+/// Runs every configuration against `store` and prints one line each.
+pub async fn run_all<S: Store + 'static>(
+    backend: &str,
+    store: Arc<S>,
+    quick: bool,
+    raw_sync: f64,
+    raw_backend: f64,
+) {
+    for (i, (label, sessions, size, per)) in configurations(quick).into_iter().enumerate() {
+        let f = appends(Arc::clone(&store), sessions, size, per, &format!("r{i}")).await;
+        print(backend, label, f, raw_sync, raw_backend);
+    }
+}
