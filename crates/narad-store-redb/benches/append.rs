@@ -42,6 +42,14 @@ fn main() {
                 .await
                 .unwrap(),
         );
-        bench::run_all("redb", store, quick, raw_sync, raw_redb).await;
+        bench::run_all(
+            "redb",
+            store,
+            quick,
+            raw_sync,
+            raw_redb,
+            RedbStore::commit_stats,
+        )
+        .await;
     });
 }

@@ -4,16 +4,22 @@
 //! durable write transaction, blocking work on tokio's blocking pool so the
 //! async runtime never waits on a disk.
 //!
-//! **Status:** first slice of issue 4: append with head guard, contiguity,
-//! redelivery and side writes; session, run and workflow reads; session
-//! list; schema version check; passes the shared `narad_store::suite`. Not
-//! yet: group commit, commit notification.
+//! Appends go through the shared group commit
+//! ([`narad_store::group`]): one writer thread takes every batch that is
+//! waiting and commits them in one redb write transaction (one fsync), each
+//! decided on its own by [`plan_batch`]. Reads run on tokio's blocking pool
+//! in redb read transactions, concurrently with the writer.
+//!
+//! Layout versions: 1 (events, id, head, run and workflow indexes, side
+//! records) and 2 (adds the workspace watch stream). Opening a version-1
+//! file migrates it to 2 in one transaction.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), narad_store::StoreError> {
 //! use narad_store::Store;
 //! let store = narad_store_redb::RedbStore::open("narad.redb").await?;
 //! assert_eq!(store.head("session-1").await?, 0);
+//! store.close().await?;
 //! # Ok(()) }
 //! ```
 
@@ -22,10 +28,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use narad_store::group::{GroupCommit, GroupStats, GroupWriter};
 use narad_store::{
-    plan_batch, Appended, Batch, Page, Plan, Scope, SideSpace, Store, StoreError, StoredEvent,
+    plan_batch, Appended, Batch, Page, Plan, Scope, SideSpace, SideWrite, Store, StoreError,
+    StoredEvent, StoredWatch, Subscription, View, WatchPage, WatchWrite,
 };
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, Table, TableDefinition, WriteTransaction};
 
 /// (session, sessionSequence) → exact bytes.
 const EVENTS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("events");
@@ -39,16 +47,46 @@ const RUNS: TableDefinition<(&str, &str, u64), u64> = TableDefinition::new("run_
 const WORKFLOWS: TableDefinition<(&str, &str, u64), u64> = TableDefinition::new("workflow_index");
 /// (space, key) → value.
 const SIDE: TableDefinition<(u8, &str), &[u8]> = TableDefinition::new("side");
+/// (workspace, revision) → exact watch bytes (layout 2).
+const WATCH: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("watch");
+/// (workspace, eventId) → revision (layout 2).
+const WATCH_IDS: TableDefinition<(&str, &str), u64> = TableDefinition::new("watch_ids");
 /// name → value; holds `schema_version`.
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 /// The on-disk layout version this build writes and reads.
-pub const SCHEMA_VERSION: u64 = 1;
+pub const SCHEMA_VERSION: u64 = 2;
 
-/// A redb-backed store. Cheap to clone; clones share the file.
+/// One forward step of the layout, inside the open transaction.
+type Migration = fn(&WriteTransaction) -> Result<(), redb::TableError>;
+
+/// Forward migrations: step `i` takes a file from layout `i` to `i + 1`.
+/// A fresh file is layout 0 and runs them all.
+const MIGRATIONS: [Migration; 2] = [
+    |tx| {
+        tx.open_table(EVENTS)?;
+        tx.open_table(IDS)?;
+        tx.open_table(HEADS)?;
+        tx.open_table(RUNS)?;
+        tx.open_table(WORKFLOWS)?;
+        tx.open_table(SIDE)?;
+        Ok(())
+    },
+    |tx| {
+        tx.open_table(WATCH)?;
+        tx.open_table(WATCH_IDS)?;
+        Ok(())
+    },
+];
+
+/// A redb-backed store. Cheap to clone; clones share the file and the
+/// writer thread. The file is released when the last clone is dropped or
+/// on [`Store::close`].
 #[derive(Clone)]
 pub struct RedbStore {
-    db: Arc<Database>,
+    /// `None` once closed; reads take a clone so close never waits on them.
+    db: Arc<std::sync::RwLock<Option<Arc<Database>>>>,
+    group: Arc<GroupCommit>,
 }
 
 impl std::fmt::Debug for RedbStore {
@@ -80,123 +118,238 @@ impl RedbStore {
     }
 
     fn open_blocking(path: &Path) -> Result<Self, StoreError> {
-        let db = Database::create(path).map_err(backend)?;
+        let db = Arc::new(Database::create(path).map_err(backend)?);
         let tx = db.begin_write().map_err(backend)?;
         {
             let mut meta = tx.open_table(META).map_err(backend)?;
             let found = meta
                 .get("schema_version")
                 .map_err(backend)?
-                .map(|v| v.value());
-            match found {
-                Some(v) if v > SCHEMA_VERSION => {
-                    return Err(StoreError::NewerSchema {
-                        found: u32::try_from(v).unwrap_or(u32::MAX),
-                        supported: SCHEMA_VERSION as u32,
-                    })
-                }
-                Some(_) => {}
-                None => {
-                    meta.insert("schema_version", SCHEMA_VERSION)
-                        .map_err(backend)?;
-                }
+                .map_or(0, |v| v.value());
+            if found > SCHEMA_VERSION {
+                return Err(StoreError::NewerSchema {
+                    found: u32::try_from(found).unwrap_or(u32::MAX),
+                    supported: SCHEMA_VERSION as u32,
+                });
             }
-            // Create every table so that reads of a fresh file find them.
-            tx.open_table(EVENTS).map_err(backend)?;
-            tx.open_table(IDS).map_err(backend)?;
-            tx.open_table(HEADS).map_err(backend)?;
-            tx.open_table(RUNS).map_err(backend)?;
-            tx.open_table(WORKFLOWS).map_err(backend)?;
-            tx.open_table(SIDE).map_err(backend)?;
+            for step in MIGRATIONS.iter().skip(found as usize) {
+                step(&tx).map_err(backend)?;
+            }
+            if found != SCHEMA_VERSION {
+                meta.insert("schema_version", SCHEMA_VERSION)
+                    .map_err(backend)?;
+            }
         }
         tx.commit().map_err(backend)?;
-        Ok(Self { db: Arc::new(db) })
+        let group = GroupCommit::start(
+            "narad-redb",
+            Writer {
+                db: Arc::clone(&db),
+            },
+        )?;
+        Ok(Self {
+            db: Arc::new(std::sync::RwLock::new(Some(db))),
+            group: Arc::new(group),
+        })
+    }
+
+    /// How many batches the group commit has shared transactions between.
+    pub fn commit_stats(&self) -> GroupStats {
+        self.group.stats()
     }
 
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let db = Arc::clone(&self.db);
+        let db = self
+            .db
+            .read()
+            .map_err(|_| StoreError::Closed)?
+            .clone()
+            .ok_or(StoreError::Closed)?;
         tokio::task::spawn_blocking(move || f(&db))
             .await
             .map_err(backend)?
     }
 }
 
-fn append_blocking(db: &Database, batch: Batch) -> Result<Appended, StoreError> {
-    let sid = batch.session_id.as_str();
-    let tx = db.begin_write().map_err(backend)?;
-    let appended = {
-        let mut events = tx.open_table(EVENTS).map_err(backend)?;
-        let mut ids = tx.open_table(IDS).map_err(backend)?;
-        let mut heads = tx.open_table(HEADS).map_err(backend)?;
-        let mut runs = tx.open_table(RUNS).map_err(backend)?;
-        let mut wfs = tx.open_table(WORKFLOWS).map_err(backend)?;
-        let mut side = tx.open_table(SIDE).map_err(backend)?;
-        let head = heads.get(sid).map_err(backend)?.map_or(0, |v| v.value());
+/// The write path, owned by the writer thread.
+struct Writer {
+    db: Arc<Database>,
+}
 
-        let plan = plan_batch(
-            &batch,
-            head,
-            |ev| {
-                let Some(seq) = ids
-                    .get((sid, ev.event_id.as_str()))
-                    .map_err(backend)?
-                    .map(|v| v.value())
-                else {
-                    return Ok(None);
-                };
-                let same = events
-                    .get((sid, seq))
-                    .map_err(backend)?
-                    .is_some_and(|b| b.value() == ev.bytes.as_ref());
-                Ok(Some((seq, same)))
-            },
-            |scope, id| match scope {
-                Scope::Run => last_key(&runs, sid, id),
-                Scope::Workflow => last_key(&wfs, sid, id),
-            },
-            |w| {
-                Ok(side
-                    .get((space(w.space), w.key.as_str()))
-                    .map_err(backend)?
-                    .map(|v| v.value().to_vec()))
-            },
-        )?;
-        let (fresh, appended) = match plan {
-            Plan::Redelivered(done) => return Ok(done),
-            Plan::Write { fresh, appended } => (fresh, appended),
+/// The tables of one write transaction: what [`plan_batch`] reads and what
+/// an accepted batch writes.
+struct Tables<'t> {
+    events: Table<'t, (&'static str, u64), &'static [u8]>,
+    ids: Table<'t, (&'static str, &'static str), u64>,
+    heads: Table<'t, &'static str, u64>,
+    runs: Table<'t, (&'static str, &'static str, u64), u64>,
+    wfs: Table<'t, (&'static str, &'static str, u64), u64>,
+    side: Table<'t, (u8, &'static str), &'static [u8]>,
+    watch: Table<'t, (&'static str, u64), &'static [u8]>,
+    watch_ids: Table<'t, (&'static str, &'static str), u64>,
+}
+
+impl<'t> Tables<'t> {
+    fn open(tx: &'t WriteTransaction) -> Result<Self, StoreError> {
+        Ok(Self {
+            events: tx.open_table(EVENTS).map_err(backend)?,
+            ids: tx.open_table(IDS).map_err(backend)?,
+            heads: tx.open_table(HEADS).map_err(backend)?,
+            runs: tx.open_table(RUNS).map_err(backend)?,
+            wfs: tx.open_table(WORKFLOWS).map_err(backend)?,
+            side: tx.open_table(SIDE).map_err(backend)?,
+            watch: tx.open_table(WATCH).map_err(backend)?,
+            watch_ids: tx.open_table(WATCH_IDS).map_err(backend)?,
+        })
+    }
+
+    /// Plans one batch and, if accepted, writes it.
+    fn apply(&mut self, batch: &Batch) -> Result<Result<Appended, StoreError>, StoreError> {
+        let (fresh, fresh_watch, appended) = match plan_batch(batch, self) {
+            Ok(Plan::Redelivered(done)) => return Ok(Ok(done)),
+            Ok(Plan::Write {
+                fresh,
+                fresh_watch,
+                appended,
+            }) => (fresh, fresh_watch, appended),
+            // A refused batch wrote nothing; the group goes on.
+            Err(StoreError::Backend(e)) => return Err(StoreError::Backend(e)),
+            Err(refused) => return Ok(Err(refused)),
         };
+        let sid = batch.session_id.as_str();
         for ev in &fresh {
             let seq = ev.position.session_sequence;
-            events
+            self.events
                 .insert((sid, seq), ev.bytes.as_ref())
                 .map_err(backend)?;
-            ids.insert((sid, ev.event_id.as_str()), seq)
+            self.ids
+                .insert((sid, ev.event_id.as_str()), seq)
                 .map_err(backend)?;
             if let Some((root, rseq)) = &ev.position.run {
-                runs.insert((sid, root.as_str(), *rseq), seq)
+                self.runs
+                    .insert((sid, root.as_str(), *rseq), seq)
                     .map_err(backend)?;
             }
             if let Some((wf, wseq)) = &ev.position.workflow {
-                wfs.insert((sid, wf.as_str(), *wseq), seq)
+                self.wfs
+                    .insert((sid, wf.as_str(), *wseq), seq)
                     .map_err(backend)?;
             }
+        }
+        for w in fresh_watch {
+            let ws = w.workspace_id.as_str();
+            self.watch
+                .insert((ws, w.event.revision), w.event.bytes.as_ref())
+                .map_err(backend)?;
+            self.watch_ids
+                .insert((ws, w.event.event_id.as_str()), w.event.revision)
+                .map_err(backend)?;
         }
         for w in &batch.side {
             let key = (space(w.space), w.key.as_str());
             match &w.value {
-                Some(v) => side.insert(key, v.as_ref()).map(|_| ()),
-                None => side.remove(key).map(|_| ()),
+                Some(v) => self.side.insert(key, v.as_ref()).map(|_| ()),
+                None => self.side.remove(key).map(|_| ()),
             }
             .map_err(backend)?;
         }
-        heads.insert(sid, appended.head).map_err(backend)?;
-        appended
-    };
-    tx.commit().map_err(backend)?;
-    Ok(appended)
+        if !fresh.is_empty() {
+            self.heads.insert(sid, appended.head).map_err(backend)?;
+        }
+        Ok(Ok(appended))
+    }
+}
+
+impl View for Tables<'_> {
+    fn head(&mut self, sid: &str) -> Result<u64, StoreError> {
+        Ok(self
+            .heads
+            .get(sid)
+            .map_err(backend)?
+            .map_or(0, |v| v.value()))
+    }
+
+    fn event(&mut self, sid: &str, ev: &StoredEvent) -> Result<Option<(u64, bool)>, StoreError> {
+        let Some(seq) = self
+            .ids
+            .get((sid, ev.event_id.as_str()))
+            .map_err(backend)?
+            .map(|v| v.value())
+        else {
+            return Ok(None);
+        };
+        let same = self
+            .events
+            .get((sid, seq))
+            .map_err(backend)?
+            .is_some_and(|b| b.value() == ev.bytes.as_ref());
+        Ok(Some((seq, same)))
+    }
+
+    fn scope_head(&mut self, sid: &str, scope: Scope, id: &str) -> Result<u64, StoreError> {
+        match scope {
+            Scope::Run => last_key(&self.runs, sid, id),
+            Scope::Workflow => last_key(&self.wfs, sid, id),
+        }
+    }
+
+    fn side(&mut self, w: &SideWrite) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .side
+            .get((space(w.space), w.key.as_str()))
+            .map_err(backend)?
+            .map(|v| v.value().to_vec()))
+    }
+
+    fn watch(&mut self, w: &WatchWrite) -> Result<Option<bool>, StoreError> {
+        let ws = w.workspace_id.as_str();
+        let Some(rev) = self
+            .watch_ids
+            .get((ws, w.event.event_id.as_str()))
+            .map_err(backend)?
+            .map(|v| v.value())
+        else {
+            return Ok(None);
+        };
+        let stored = self.watch.get((ws, rev)).map_err(backend)?;
+        Ok(Some(
+            stored.is_some_and(|b| b.value() == w.event.bytes.as_ref()),
+        ))
+    }
+
+    fn watch_head(&mut self, ws: &str) -> Result<u64, StoreError> {
+        let mut r = self
+            .watch
+            .range((ws, 0)..=(ws, u64::MAX))
+            .map_err(backend)?;
+        match r.next_back() {
+            Some(Ok((k, _))) => Ok(k.value().1),
+            Some(Err(e)) => Err(backend(e)),
+            None => Ok(0),
+        }
+    }
+}
+
+impl GroupWriter for Writer {
+    fn commit_group(
+        &mut self,
+        batches: &[Batch],
+    ) -> Result<Vec<Result<Appended, StoreError>>, StoreError> {
+        let tx = self.db.begin_write().map_err(backend)?;
+        let outcomes = {
+            let mut tables = Tables::open(&tx)?;
+            let mut outcomes = Vec::with_capacity(batches.len());
+            for batch in batches {
+                outcomes.push(tables.apply(batch)?);
+            }
+            outcomes
+        };
+        tx.commit().map_err(backend)?;
+        Ok(outcomes)
+    }
 }
 
 fn last_key(
@@ -268,7 +421,7 @@ fn page_scope(
 #[async_trait]
 impl Store for RedbStore {
     async fn append(&self, batch: Batch) -> Result<Appended, StoreError> {
-        self.blocking(move |db| append_blocking(db, batch)).await
+        self.group.append(batch).await
     }
 
     async fn head(&self, session_id: &str) -> Result<u64, StoreError> {
@@ -356,5 +509,50 @@ impl Store for RedbStore {
                 .map(|v| Bytes::copy_from_slice(v.value())))
         })
         .await
+    }
+
+    async fn read_watch(
+        &self,
+        workspace_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<WatchPage, StoreError> {
+        let ws = workspace_id.to_owned();
+        self.blocking(move |db| {
+            let tx = db.begin_read().map_err(backend)?;
+            let watch = tx.open_table(WATCH).map_err(backend)?;
+            let mut out = Vec::new();
+            let mut next = None;
+            for item in watch
+                .range((ws.as_str(), after.saturating_add(1))..=(ws.as_str(), u64::MAX))
+                .map_err(backend)?
+            {
+                let (k, v) = item.map_err(backend)?;
+                if out.len() == limit {
+                    next = Some(out.last().map_or(after, |w: &StoredWatch| w.revision));
+                    break;
+                }
+                out.push(StoredWatch::from_stored_bytes(k.value().1, v.value())?);
+            }
+            Ok(WatchPage { events: out, next })
+        })
+        .await
+    }
+
+    fn subscribe(&self) -> Subscription {
+        self.group.subscribe()
+    }
+
+    async fn close(&self) -> Result<(), StoreError> {
+        let group = Arc::clone(&self.group);
+        tokio::task::spawn_blocking(move || group.close())
+            .await
+            .map_err(backend)?;
+        // The writer has dropped its handle; this drops ours, so the file is
+        // released once in-flight reads finish.
+        if let Ok(mut db) = self.db.write() {
+            db.take();
+        }
+        Ok(())
     }
 }

@@ -3,8 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a panic is a failure report
 
+use narad_store::suite::{batch, event};
+use narad_store::Store;
 use narad_store::StoreError;
-use narad_store_redb::RedbStore;
+use narad_store_redb::{RedbStore, SCHEMA_VERSION};
 
 narad_store::store_suite!(RedbStore::open);
 
@@ -27,8 +29,50 @@ async fn a_file_from_a_newer_layout_is_refused() {
         err,
         StoreError::NewerSchema {
             found: 99,
-            supported: 1
+            supported: SCHEMA_VERSION as u32
         }
     );
     assert_eq!(err.code(), "newer_schema");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_layout_1_file_migrates_forward_with_history_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("narad.redb");
+    let evs: Vec<_> = (1..=4).map(|i| event("m", i, "a")).collect();
+    let s = RedbStore::open(&path).await.unwrap();
+    s.append(batch("m", 0, evs.clone())).await.unwrap();
+    s.close().await.unwrap();
+    drop(s);
+    // Make it exactly what a layout-1 build wrote: no watch tables.
+    {
+        let db = redb::Database::create(&path).unwrap();
+        let tx = db.begin_write().unwrap();
+        for t in ["watch", "watch_ids"] {
+            assert!(tx
+                .delete_table(redb::TableDefinition::<(&str, u64), &[u8]>::new(t))
+                .unwrap());
+        }
+        tx.open_table(redb::TableDefinition::<&str, u64>::new("meta"))
+            .unwrap()
+            .insert("schema_version", 1)
+            .unwrap();
+        tx.commit().unwrap();
+    }
+    let s = RedbStore::open(&path).await.unwrap();
+    assert_eq!(s.read_session("m", 0, 10).await.unwrap().events, evs);
+    assert!(s.read_watch("ws", 0, 10).await.unwrap().events.is_empty());
+    s.append(batch("m", 4, vec![event("m", 5, "a")]))
+        .await
+        .unwrap();
+    s.close().await.unwrap();
+    drop(s);
+    {
+        let db = redb::Database::create(&path).unwrap();
+        let tx = redb::ReadableDatabase::begin_read(&db).unwrap();
+        let meta = tx
+            .open_table(redb::TableDefinition::<&str, u64>::new("meta"))
+            .unwrap();
+        assert_eq!(meta.get("schema_version").unwrap().unwrap().value(), 2);
+    }
 }

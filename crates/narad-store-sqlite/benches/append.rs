@@ -46,6 +46,14 @@ fn main() {
                 .await
                 .unwrap(),
         );
-        bench::run_all("sqlite", store, quick, raw_sync, raw_sqlite).await;
+        bench::run_all(
+            "sqlite",
+            store,
+            quick,
+            raw_sync,
+            raw_sqlite,
+            SqliteStore::commit_stats,
+        )
+        .await;
     });
 }

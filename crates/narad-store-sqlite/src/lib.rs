@@ -5,15 +5,23 @@
 //! `BEGIN IMMEDIATE` transactions so several processes can share one file.
 //! Blocking work runs on tokio's blocking pool.
 //!
-//! **Status:** first slice of issue 4; passes the shared
-//! `narad_store::suite`. Two real processes sharing one file are tested.
-//! Not yet: group commit, commit notification.
+//! Appends go through the shared group commit ([`narad_store::group`]):
+//! one writer thread with its own connection takes every batch that is
+//! waiting and commits them in one `BEGIN IMMEDIATE` transaction (one
+//! fsync), each decided on its own by [`plan_batch`]. Reads use a second
+//! connection on tokio's blocking pool; under WAL they never wait for the
+//! writer.
+//!
+//! Layout versions: 1 (events with their indexes, heads, side records) and 2
+//! (adds the workspace watch stream). Opening a version-1 file migrates it
+//! to 2 in one transaction.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), narad_store::StoreError> {
 //! use narad_store::Store;
 //! let store = narad_store_sqlite::SqliteStore::open("narad.sqlite").await?;
 //! assert_eq!(store.head("session-1").await?, 0);
+//! store.close().await?;
 //! # Ok(()) }
 //! ```
 
@@ -23,13 +31,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use narad_store::group::{GroupCommit, GroupStats, GroupWriter};
 use narad_store::{
-    plan_batch, Appended, Batch, Page, Plan, Scope, SideSpace, Store, StoreError, StoredEvent,
+    plan_batch, Appended, Batch, Page, Plan, Scope, SideSpace, SideWrite, Store, StoreError,
+    StoredEvent, StoredWatch, Subscription, View, WatchPage, WatchWrite,
 };
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 /// The on-disk layout version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Durability of a commit (`PRAGMA synchronous`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -59,10 +69,13 @@ impl Default for SqliteOptions {
     }
 }
 
-/// A SQLite-backed store. Cheap to clone; clones share one connection.
+/// A SQLite-backed store. Cheap to clone; clones share the read
+/// connection and the writer thread (which owns the write connection).
 #[derive(Clone)]
 pub struct SqliteStore {
-    conn: Arc<Mutex<Connection>>,
+    /// The read connection; `None` once closed.
+    conn: Arc<Mutex<Option<Connection>>>,
+    group: Arc<GroupCommit>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -91,18 +104,81 @@ fn space(s: SideSpace) -> i64 {
     }
 }
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS events (
+/// Forward migrations: step `i` takes a file from layout `i` to `i + 1`.
+/// A fresh file is layout 0 and runs them all.
+const MIGRATIONS: [&str; 2] = [
+    "
+CREATE TABLE events (
     session TEXT NOT NULL, seq INTEGER NOT NULL, event_id TEXT NOT NULL, bytes BLOB NOT NULL,
     root TEXT, rseq INTEGER, wf TEXT, wseq INTEGER,
     PRIMARY KEY (session, seq), UNIQUE (session, event_id));
-CREATE UNIQUE INDEX IF NOT EXISTS events_run ON events (session, root, rseq) WHERE root IS NOT NULL;
-CREATE UNIQUE INDEX IF NOT EXISTS events_wf ON events (session, wf, wseq) WHERE wf IS NOT NULL;
-CREATE TABLE IF NOT EXISTS heads (session TEXT PRIMARY KEY, head INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS side (space INTEGER NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL,
+CREATE UNIQUE INDEX events_run ON events (session, root, rseq) WHERE root IS NOT NULL;
+CREATE UNIQUE INDEX events_wf ON events (session, wf, wseq) WHERE wf IS NOT NULL;
+CREATE TABLE heads (session TEXT PRIMARY KEY, head INTEGER NOT NULL);
+CREATE TABLE side (space INTEGER NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL,
     PRIMARY KEY (space, key));
-";
+",
+    "
+CREATE TABLE watch (
+    workspace TEXT NOT NULL, revision INTEGER NOT NULL, event_id TEXT NOT NULL,
+    bytes BLOB NOT NULL, PRIMARY KEY (workspace, revision), UNIQUE (workspace, event_id));
+",
+];
+
+fn connect(path: &Path, options: &SqliteOptions) -> Result<Connection, StoreError> {
+    let conn = Connection::open(path).map_err(backend)?;
+    conn.busy_timeout(options.busy_timeout).map_err(backend)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(backend)?;
+    let sync = match options.synchronous {
+        Synchronous::Full => "FULL",
+        Synchronous::Normal => "NORMAL",
+    };
+    conn.pragma_update(None, "synchronous", sync)
+        .map_err(backend)?;
+    Ok(conn)
+}
+
+/// Brings the file to [`SCHEMA_VERSION`] in one transaction, or refuses a
+/// newer one. Another process may be migrating at the same moment:
+/// `BEGIN IMMEDIATE` serializes the two and the second finds nothing to do.
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(backend)?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);",
+    )
+    .map_err(backend)?;
+    let found: i64 = tx
+        .query_row(
+            "SELECT value FROM meta WHERE name = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(backend)?
+        .unwrap_or(0);
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            found: u32::try_from(found).unwrap_or(u32::MAX),
+            supported: SCHEMA_VERSION as u32,
+        });
+    }
+    let done = usize::try_from(found).map_err(backend)?;
+    for step in MIGRATIONS.iter().skip(done) {
+        tx.execute_batch(step).map_err(backend)?;
+    }
+    if found != SCHEMA_VERSION {
+        tx.execute(
+            "INSERT INTO meta (name, value) VALUES ('schema_version', ?1)
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            [SCHEMA_VERSION],
+        )
+        .map_err(backend)?;
+    }
+    tx.commit().map_err(backend)
+}
 
 impl SqliteStore {
     /// Opens (or creates) the database at `path` with default options.
@@ -123,48 +199,19 @@ impl SqliteStore {
     }
 
     fn open_blocking(path: &Path, options: &SqliteOptions) -> Result<Self, StoreError> {
-        let mut conn = Connection::open(path).map_err(backend)?;
-        conn.busy_timeout(options.busy_timeout).map_err(backend)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(backend)?;
-        let sync = match options.synchronous {
-            Synchronous::Full => "FULL",
-            Synchronous::Normal => "NORMAL",
-        };
-        conn.pragma_update(None, "synchronous", sync)
-            .map_err(backend)?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(backend)?;
-        tx.execute_batch(SCHEMA).map_err(backend)?;
-        let found: Option<i64> = tx
-            .query_row(
-                "SELECT value FROM meta WHERE name = 'schema_version'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(backend)?;
-        match found {
-            Some(v) if v > SCHEMA_VERSION => {
-                return Err(StoreError::NewerSchema {
-                    found: u32::try_from(v).unwrap_or(u32::MAX),
-                    supported: SCHEMA_VERSION as u32,
-                })
-            }
-            Some(_) => {}
-            None => {
-                tx.execute(
-                    "INSERT INTO meta (name, value) VALUES ('schema_version', ?1)",
-                    [SCHEMA_VERSION],
-                )
-                .map_err(backend)?;
-            }
-        }
-        tx.commit().map_err(backend)?;
+        let mut write = connect(path, options)?;
+        migrate(&mut write)?;
+        let read = connect(path, options)?;
+        let group = GroupCommit::start("narad-sqlite", Writer { conn: write })?;
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
+            conn: Arc::new(Mutex::new(Some(read))),
+            group: Arc::new(group),
         })
+    }
+
+    /// How many batches the group commit has shared transactions between.
+    pub fn commit_stats(&self) -> GroupStats {
+        self.group.stats()
     }
 
     async fn blocking<T: Send + 'static>(
@@ -176,64 +223,131 @@ impl SqliteStore {
             let mut guard = conn
                 .lock()
                 .map_err(|_| StoreError::Backend("connection lock poisoned".into()))?;
-            f(&mut guard)
+            f(guard.as_mut().ok_or(StoreError::Closed)?)
         })
         .await
         .map_err(backend)?
     }
 }
 
-fn append_blocking(conn: &mut Connection, batch: Batch) -> Result<Appended, StoreError> {
-    let sid = batch.session_id.as_str();
-    // IMMEDIATE takes the write lock up front: another process's writer waits
-    // (busy timeout) instead of failing at commit.
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(backend)?;
-    let head: u64 = tx
-        .query_row("SELECT head FROM heads WHERE session = ?1", [sid], |r| {
-            r.get::<_, i64>(0)
-        })
-        .optional()
-        .map_err(backend)?
-        .map(uint)
-        .transpose()?
-        .unwrap_or(0);
+/// The write path, owned by the writer thread.
+struct Writer {
+    conn: Connection,
+}
 
-    let plan = plan_batch(
-        &batch,
-        head,
-        |ev| {
-            let stored: Option<(i64, Vec<u8>)> = tx
-                .query_row(
-                    "SELECT seq, bytes FROM events WHERE session = ?1 AND event_id = ?2",
-                    params![sid, ev.event_id],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()
-                .map_err(backend)?;
-            stored
-                .map(|(seq, bytes)| Ok((uint(seq)?, bytes == ev.bytes.as_ref())))
-                .transpose()
-        },
-        |scope, id| match scope {
-            Scope::Run => scope_head(&tx, "root", "rseq", sid, id),
-            Scope::Workflow => scope_head(&tx, "wf", "wseq", sid, id),
-        },
-        |w| {
-            tx.query_row(
+impl GroupWriter for Writer {
+    fn commit_group(
+        &mut self,
+        batches: &[Batch],
+    ) -> Result<Vec<Result<Appended, StoreError>>, StoreError> {
+        // IMMEDIATE takes the write lock up front: another process's writer
+        // waits (busy timeout) instead of failing at commit.
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        let mut outcomes = Vec::with_capacity(batches.len());
+        for batch in batches {
+            outcomes.push(apply(&tx, batch)?);
+        }
+        tx.commit().map_err(backend)?;
+        Ok(outcomes)
+    }
+}
+
+/// Reads for [`plan_batch`] inside the write transaction.
+struct TxView<'a, 'c>(&'a rusqlite::Transaction<'c>);
+
+impl View for TxView<'_, '_> {
+    fn head(&mut self, sid: &str) -> Result<u64, StoreError> {
+        self.0
+            .query_row("SELECT head FROM heads WHERE session = ?1", [sid], |r| {
+                r.get::<_, i64>(0)
+            })
+            .optional()
+            .map_err(backend)?
+            .map(uint)
+            .transpose()
+            .map(|h| h.unwrap_or(0))
+    }
+
+    fn event(&mut self, sid: &str, ev: &StoredEvent) -> Result<Option<(u64, bool)>, StoreError> {
+        let stored: Option<(i64, Vec<u8>)> = self
+            .0
+            .query_row(
+                "SELECT seq, bytes FROM events WHERE session = ?1 AND event_id = ?2",
+                params![sid, ev.event_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(backend)?;
+        stored
+            .map(|(seq, bytes)| Ok((uint(seq)?, bytes == ev.bytes.as_ref())))
+            .transpose()
+    }
+
+    fn scope_head(&mut self, sid: &str, scope: Scope, id: &str) -> Result<u64, StoreError> {
+        match scope {
+            Scope::Run => scope_head(self.0, "root", "rseq", sid, id),
+            Scope::Workflow => scope_head(self.0, "wf", "wseq", sid, id),
+        }
+    }
+
+    fn side(&mut self, w: &SideWrite) -> Result<Option<Vec<u8>>, StoreError> {
+        self.0
+            .query_row(
                 "SELECT value FROM side WHERE space = ?1 AND key = ?2",
                 params![space(w.space), w.key],
                 |r| r.get(0),
             )
             .optional()
             .map_err(backend)
-        },
-    )?;
-    let (fresh, appended) = match plan {
-        Plan::Redelivered(done) => return Ok(done),
-        Plan::Write { fresh, appended } => (fresh, appended),
+    }
+
+    fn watch(&mut self, w: &WatchWrite) -> Result<Option<bool>, StoreError> {
+        let stored: Option<Vec<u8>> = self
+            .0
+            .query_row(
+                "SELECT bytes FROM watch WHERE workspace = ?1 AND event_id = ?2",
+                params![w.workspace_id, w.event.event_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(backend)?;
+        Ok(stored.map(|b| b == w.event.bytes.as_ref()))
+    }
+
+    fn watch_head(&mut self, ws: &str) -> Result<u64, StoreError> {
+        let v: Option<i64> = self
+            .0
+            .query_row(
+                "SELECT MAX(revision) FROM watch WHERE workspace = ?1",
+                [ws],
+                |r| r.get(0),
+            )
+            .map_err(backend)?;
+        v.map(uint).transpose().map(|v| v.unwrap_or(0))
+    }
+}
+
+/// Plans one batch and, if accepted, writes it. The outer `Err` is a
+/// failure of the transaction; the inner one a refused batch (nothing of it
+/// written).
+fn apply(
+    tx: &rusqlite::Transaction<'_>,
+    batch: &Batch,
+) -> Result<Result<Appended, StoreError>, StoreError> {
+    let (fresh, fresh_watch, appended) = match plan_batch(batch, &mut TxView(tx)) {
+        Ok(Plan::Redelivered(done)) => return Ok(Ok(done)),
+        Ok(Plan::Write {
+            fresh,
+            fresh_watch,
+            appended,
+        }) => (fresh, fresh_watch, appended),
+        Err(StoreError::Backend(e)) => return Err(StoreError::Backend(e)),
+        Err(refused) => return Ok(Err(refused)),
     };
+    let sid = batch.session_id.as_str();
     {
         let mut insert = tx
             .prepare_cached(
@@ -264,6 +378,18 @@ fn append_blocking(conn: &mut Connection, batch: Batch) -> Result<Appended, Stor
                 .map_err(backend)?;
         }
     }
+    for w in fresh_watch {
+        tx.execute(
+            "INSERT INTO watch (workspace, revision, event_id, bytes) VALUES (?1, ?2, ?3, ?4)",
+            params![
+                w.workspace_id,
+                int(w.event.revision)?,
+                w.event.event_id,
+                w.event.bytes.as_ref()
+            ],
+        )
+        .map_err(backend)?;
+    }
     for w in &batch.side {
         match &w.value {
             Some(v) => tx.execute(
@@ -278,14 +404,15 @@ fn append_blocking(conn: &mut Connection, batch: Batch) -> Result<Appended, Stor
         }
         .map_err(backend)?;
     }
-    tx.execute(
-        "INSERT INTO heads (session, head) VALUES (?1, ?2)
-         ON CONFLICT (session) DO UPDATE SET head = excluded.head",
-        params![sid, int(appended.head)?],
-    )
-    .map_err(backend)?;
-    tx.commit().map_err(backend)?;
-    Ok(appended)
+    if !fresh.is_empty() {
+        tx.execute(
+            "INSERT INTO heads (session, head) VALUES (?1, ?2)
+             ON CONFLICT (session) DO UPDATE SET head = excluded.head",
+            params![sid, int(appended.head)?],
+        )
+        .map_err(backend)?;
+    }
+    Ok(Ok(appended))
 }
 
 /// Last stored sequence of a run tree or workflow (`col`/`seq_col` are
@@ -338,7 +465,7 @@ fn page(
 #[async_trait]
 impl Store for SqliteStore {
     async fn append(&self, batch: Batch) -> Result<Appended, StoreError> {
-        self.blocking(move |c| append_blocking(c, batch)).await
+        self.group.append(batch).await
     }
 
     async fn head(&self, session_id: &str) -> Result<u64, StoreError> {
@@ -457,5 +584,56 @@ impl Store for SqliteStore {
             .map_err(backend)
         })
         .await
+    }
+
+    async fn read_watch(
+        &self,
+        workspace_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<WatchPage, StoreError> {
+        let ws = workspace_id.to_owned();
+        self.blocking(move |c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT revision, bytes FROM watch WHERE workspace = ?1 AND revision > ?2
+                     ORDER BY revision LIMIT ?3",
+                )
+                .map_err(backend)?;
+            let take = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
+            let rows = stmt
+                .query_map(params![ws, int(after)?, take], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+                })
+                .map_err(backend)?;
+            let mut out: Vec<StoredWatch> = Vec::new();
+            let mut next = None;
+            for row in rows {
+                let (rev, bytes) = row.map_err(backend)?;
+                if out.len() == limit {
+                    next = Some(out.last().map_or(after, |w| w.revision));
+                    break;
+                }
+                out.push(StoredWatch::from_stored_bytes(uint(rev)?, &bytes)?);
+            }
+            Ok(WatchPage { events: out, next })
+        })
+        .await
+    }
+
+    fn subscribe(&self) -> Subscription {
+        self.group.subscribe()
+    }
+
+    async fn close(&self) -> Result<(), StoreError> {
+        let (group, conn) = (Arc::clone(&self.group), Arc::clone(&self.conn));
+        tokio::task::spawn_blocking(move || {
+            group.close();
+            if let Ok(mut c) = conn.lock() {
+                c.take();
+            }
+        })
+        .await
+        .map_err(backend)
     }
 }

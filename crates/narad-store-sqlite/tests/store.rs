@@ -3,8 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a panic is a failure report
 
+use narad_store::suite::{batch, event};
+use narad_store::Store;
 use narad_store::StoreError;
-use narad_store_sqlite::SqliteStore;
+use narad_store_sqlite::{SqliteStore, SCHEMA_VERSION};
 
 narad_store::store_suite!(SqliteStore::open);
 
@@ -25,7 +27,7 @@ async fn a_file_from_a_newer_layout_is_refused() {
         err,
         StoreError::NewerSchema {
             found: 99,
-            supported: 1
+            supported: SCHEMA_VERSION as u32
         }
     );
 }
@@ -40,4 +42,42 @@ async fn the_journal_is_in_wal_mode() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(mode, "wal");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_layout_1_file_migrates_forward_with_history_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("narad.sqlite");
+    let evs: Vec<_> = (1..=4).map(|i| event("m", i, "a")).collect();
+    let s = SqliteStore::open(&path).await.unwrap();
+    s.append(batch("m", 0, evs.clone())).await.unwrap();
+    s.close().await.unwrap();
+    drop(s);
+    // Make it exactly what a layout-1 build wrote: no watch table.
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "DROP TABLE watch; UPDATE meta SET value = 1 WHERE name = 'schema_version';",
+        )
+        .unwrap();
+    }
+    let s = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(s.read_session("m", 0, 10).await.unwrap().events, evs);
+    assert!(s.read_watch("ws", 0, 10).await.unwrap().events.is_empty());
+    s.append(batch("m", 4, vec![event("m", 5, "a")]))
+        .await
+        .unwrap();
+    s.close().await.unwrap();
+    drop(s);
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        let v: i64 = c
+            .query_row(
+                "SELECT value FROM meta WHERE name = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(v, 2);
+    }
 }

@@ -119,16 +119,29 @@ pub fn configurations(quick: bool) -> Vec<(&'static str, usize, usize, u64)> {
     ]
 }
 
-/// Runs every configuration against `store` and prints one line each.
+/// Runs every configuration against `store` and prints one line each, then
+/// how many batches shared each durable transaction (`stats` reads the
+/// backend's group-commit counters).
 pub async fn run_all<S: Store + 'static>(
     backend: &str,
     store: Arc<S>,
     quick: bool,
     raw_sync: f64,
     raw_backend: f64,
+    stats: impl Fn(&S) -> crate::group::GroupStats,
 ) {
     for (i, (label, sessions, size, per)) in configurations(quick).into_iter().enumerate() {
+        let before = stats(&store);
         let f = appends(Arc::clone(&store), sessions, size, per, &format!("r{i}")).await;
         print(backend, label, f, raw_sync, raw_backend);
+        let after = stats(&store);
+        let (b, t) = (
+            after.batches - before.batches,
+            after.transactions - before.transactions,
+        );
+        println!(
+            "{backend:<7} {label:<22} group commit: {b} batches in {t} transactions ({:.1} per fsync)",
+            b as f64 / t.max(1) as f64
+        );
     }
 }

@@ -6,9 +6,9 @@
 //! by optimistic concurrency on the session head rather than by in-process
 //! locks.
 //!
-//! **Status:** the contract and the shared [`suite`] (instantiated per
-//! backend with [`store_suite!`]); `narad-store-redb` implements it.
-//! SQLite and PostgreSQL follow (issues 4 and 8).
+//! Backends: `narad-store-redb` (the embedded default) and
+//! `narad-store-sqlite`, both passing the shared [`suite`] (instantiated
+//! per backend with [`store_suite!`]); PostgreSQL follows (issue 8).
 //!
 //! ## The contract, per method
 //!
@@ -24,12 +24,37 @@
 //!   reported; the same id with other bytes is
 //!   [`StoreError::EventConflict`]. Side writes in the batch commit in the
 //!   same transaction, each guarded by its [`Expect`].
+//!   A batch may also carry watch events of a workspace stream
+//!   ([`WatchWrite`]): deduplicated by `(workspaceId, eventId)` like
+//!   events, and their revisions must increase per workspace
+//!   ([`StoreError::RevisionRegression`]). The batch rules live in one
+//!   place, [`plan_batch`], which every backend calls inside its write
+//!   transaction.
 //! - Reads return events as the exact bytes appended, ordered by the cursor
 //!   they page on, with the next cursor when more remain.
+//!   [`Store::read_history`] combines the session, run-tree and workflow
+//!   cursors of §10.2 and refuses cursors that are not mutually consistent
+//!   ([`StoreError::CursorConflict`]; the rule is in [`history`]).
+//! - [`Store::subscribe`] announces each durable head advance ([`Commit`]),
+//!   after the commit; subscribe before reading history and nothing falls
+//!   between replay and follow (§10.3).
+//! - [`Store::close`] finishes every accepted append and releases the file;
+//!   later calls fail with [`StoreError::Closed`]. Opening a file written by
+//!   an older layout migrates it forward in one transaction; a file written
+//!   by a newer layout is refused with [`StoreError::NewerSchema`].
 //!
-//! Still to be added with issue 4: combined-cursor reads (§10.2, refused as
-//! [`StoreError::CursorConflict`]), the workspace-watch stream, commit
-//! notification for live subscribers, open/close and schema migration.
+//! ```
+//! # async fn demo(store: &dyn narad_store::Store) -> Result<(), narad_store::StoreError> {
+//! use narad_store::{HistoryQuery, Store};
+//! let mut commits = store.subscribe();
+//! let page = store
+//!     .read_history("session-1", &HistoryQuery::default().run("run-1", Some(3)))
+//!     .await?;
+//! for ev in &page.events {
+//!     println!("{} at {:?}", ev.event_id, ev.position);
+//! }
+//! # let _ = commits.recv(); Ok(()) }
+//! ```
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -124,6 +149,78 @@ pub struct SideWrite {
     pub value: Option<Bytes>,
 }
 
+/// A watch event as the store keeps it: identity, revision, exact bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredWatch {
+    /// Dedup key with the workspace id (§4.1).
+    pub event_id: String,
+    /// Monotonic within the workspace.
+    pub revision: u64,
+    /// The bytes exactly as appended.
+    pub bytes: Bytes,
+}
+
+impl StoredWatch {
+    /// Rebuilds a stored watch event from its revision and bytes (backends
+    /// keep the id only in their dedup index and read it back from the bytes).
+    pub fn from_stored_bytes(revision: u64, bytes: &[u8]) -> Result<Self, StoreError> {
+        #[derive(serde::Deserialize)]
+        struct Id {
+            #[serde(rename = "eventId")]
+            event_id: String,
+        }
+        let id: Id = serde_json::from_slice(bytes)
+            .map_err(|_| StoreError::Backend("a stored watch event has no eventId".into()))?;
+        Ok(Self {
+            event_id: id.event_id,
+            revision,
+            bytes: Bytes::copy_from_slice(bytes),
+        })
+    }
+}
+
+/// One watch event for a workspace's stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchWrite {
+    /// The workspace.
+    pub workspace_id: String,
+    /// The event.
+    pub event: StoredWatch,
+}
+
+impl WatchWrite {
+    /// The store form of a workspace-watch event (`workspace.revision`,
+    /// `session.created`, `session.updated`, `session.archived`); `None` for
+    /// watch events of other scopes.
+    pub fn from_event(ev: &narad_core::WatchEvent) -> Option<Self> {
+        use narad_core::model::WatchPayload as P;
+        let workspace_id = match &ev.payload {
+            P::WorkspaceRevision { workspace_id, .. }
+            | P::SessionCreated { workspace_id, .. }
+            | P::SessionUpdated { workspace_id, .. }
+            | P::SessionArchived { workspace_id, .. } => workspace_id.clone(),
+            _ => return None,
+        };
+        Some(Self {
+            workspace_id,
+            event: StoredWatch {
+                event_id: ev.envelope.event_id.clone(),
+                revision: ev.envelope.revision,
+                bytes: ev.wire.bytes().clone(),
+            },
+        })
+    }
+}
+
+/// A page of a workspace's watch stream.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WatchPage {
+    /// Events in revision order.
+    pub events: Vec<StoredWatch>,
+    /// The revision to read after next when more remain.
+    pub next: Option<u64>,
+}
+
 /// One atomic append to one session.
 #[derive(Debug, Clone, Default)]
 pub struct Batch {
@@ -135,6 +232,8 @@ pub struct Batch {
     pub events: Vec<StoredEvent>,
     /// Side writes committed in the same transaction.
     pub side: Vec<SideWrite>,
+    /// Workspace watch events committed in the same transaction.
+    pub watch: Vec<WatchWrite>,
 }
 
 /// What an accepted append did.
@@ -185,6 +284,15 @@ pub enum StoreError {
     /// Combined history cursors do not identify one position (§10.2).
     #[error("history cursors are not mutually consistent")]
     CursorConflict,
+    /// A watch event's revision does not exceed its workspace's newest.
+    #[error("watch revision must exceed the workspace's current {current}")]
+    RevisionRegression {
+        /// The workspace's newest stored revision.
+        current: u64,
+    },
+    /// The store was closed.
+    #[error("store is closed")]
+    Closed,
     /// The file was written by a newer store version.
     #[error("store schema version {found} is newer than supported {supported}")]
     NewerSchema {
@@ -207,6 +315,8 @@ impl StoreError {
             Self::Contiguity { .. } => "contiguity",
             Self::SideConflict => "side_conflict",
             Self::CursorConflict => "cursor_conflict",
+            Self::RevisionRegression { .. } => "revision_regression",
+            Self::Closed => "closed",
             Self::NewerSchema { .. } => "newer_schema",
             Self::Backend(_) => "backend",
         }
@@ -220,133 +330,6 @@ pub enum Scope {
     Run,
     /// A workflow, by `workflowId`; positions are `workflowSequence`.
     Workflow,
-}
-
-/// What a backend does with a batch, as decided by [`plan_batch`].
-#[derive(Debug)]
-pub enum Plan<'a> {
-    /// Every event is stored with identical bytes: write nothing, answer this.
-    Redelivered(Appended),
-    /// Write `fresh` and the batch's side writes, then set the head to
-    /// `appended.head`.
-    Write {
-        /// The events not stored yet, in batch order.
-        fresh: Vec<&'a StoredEvent>,
-        /// The answer once the write commits.
-        appended: Appended,
-    },
-}
-
-/// The batch rules every backend applies inside its write transaction, in
-/// this order: redelivery (identical bytes report the stored position, other
-/// bytes are [`StoreError::EventConflict`]), the head guard, contiguity of
-/// all three ordering domains, side expectations. Nothing is decided by the
-/// backend, so every backend refuses exactly the same batches.
-///
-/// The backend supplies its current `head` and three reads:
-/// `stored(event)` → `(sessionSequence, same bytes)` if the id is stored;
-/// `stored_head(scope, id)` → last stored position of a run tree or
-/// workflow (0 if none); `side_value(write)` → the side record's current
-/// value.
-pub fn plan_batch<'a>(
-    batch: &'a Batch,
-    head: u64,
-    mut stored: impl FnMut(&StoredEvent) -> Result<Option<(u64, bool)>, StoreError>,
-    stored_head: impl FnMut(Scope, &str) -> Result<u64, StoreError>,
-    mut side_value: impl FnMut(&SideWrite) -> Result<Option<Vec<u8>>, StoreError>,
-) -> Result<Plan<'a>, StoreError> {
-    let mut positions = Vec::with_capacity(batch.events.len());
-    let mut fresh = Vec::new();
-    for ev in &batch.events {
-        match stored(ev)? {
-            Some((seq, true)) => positions.push(seq),
-            Some((_, false)) => return Err(StoreError::EventConflict),
-            None => {
-                positions.push(ev.position.session_sequence);
-                fresh.push(ev);
-            }
-        }
-    }
-    if fresh.is_empty() && batch.side.is_empty() && !batch.events.is_empty() {
-        return Ok(Plan::Redelivered(Appended {
-            head,
-            positions,
-            redelivered: true,
-        }));
-    }
-    if batch.expected_head != head {
-        return Err(StoreError::HeadConflict {
-            expected: batch.expected_head,
-            current: head,
-        });
-    }
-    let next = check_contiguity(head, &fresh, stored_head)?;
-    for w in &batch.side {
-        if !expectation_holds(&w.expect, side_value(w)?.as_deref()) {
-            return Err(StoreError::SideConflict);
-        }
-    }
-    Ok(Plan::Write {
-        fresh,
-        appended: Appended {
-            head: next,
-            positions,
-            redelivered: false,
-        },
-    })
-}
-
-/// Checks that the new events of a batch continue the session head and the
-/// head of every run tree and workflow they touch; `stored_head(scope, id)`
-/// reads a scope's last stored position (0 if none). Returns the new session
-/// head.
-fn check_contiguity(
-    head: u64,
-    fresh: &[&StoredEvent],
-    mut stored_head: impl FnMut(Scope, &str) -> Result<u64, StoreError>,
-) -> Result<u64, StoreError> {
-    let mut next = head;
-    let mut heads: std::collections::BTreeMap<(u8, &str), u64> = Default::default();
-    for ev in fresh {
-        if ev.position.session_sequence != next + 1 {
-            return Err(StoreError::Contiguity {
-                domain: "sessionSequence",
-            });
-        }
-        next += 1;
-        let scoped = [
-            (Scope::Run, 0, "sequence", &ev.position.run),
-            (
-                Scope::Workflow,
-                1,
-                "workflowSequence",
-                &ev.position.workflow,
-            ),
-        ];
-        for (scope, tag, domain, pos) in scoped {
-            if let Some((id, seq)) = pos {
-                let last = match heads.get(&(tag, id.as_str())) {
-                    Some(h) => *h,
-                    None => stored_head(scope, id)?,
-                };
-                if *seq != last + 1 {
-                    return Err(StoreError::Contiguity { domain });
-                }
-                heads.insert((tag, id.as_str()), *seq);
-            }
-        }
-    }
-    Ok(next)
-}
-
-/// Whether a side record's current value satisfies `expect`.
-fn expectation_holds(expect: &Expect, current: Option<&[u8]>) -> bool {
-    match (expect, current) {
-        (Expect::Any, _) => true,
-        (Expect::Absent, c) => c.is_none(),
-        (Expect::Equals(b), Some(c)) => c == b.as_ref(),
-        (Expect::Equals(_), None) => false,
-    }
 }
 
 /// The storage contract (see the crate docs for each method's rules).
@@ -387,7 +370,33 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<String>, StoreError>;
     /// One side record.
     async fn side(&self, space: SideSpace, key: &str) -> Result<Option<Bytes>, StoreError>;
+    /// A workspace's watch stream after `after` (a revision), at most `limit`.
+    async fn read_watch(
+        &self,
+        workspace_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<WatchPage, StoreError>;
+    /// Filtered history with combined cursors (§10.2); see [`history`].
+    async fn read_history(
+        &self,
+        session_id: &str,
+        query: &HistoryQuery,
+    ) -> Result<Page, StoreError> {
+        history::read_history(self, session_id, query).await
+    }
+    /// Announces every later commit of this handle and its clones.
+    fn subscribe(&self) -> Subscription;
+    /// Finishes accepted appends and releases the backend; idempotent.
+    async fn close(&self) -> Result<(), StoreError>;
 }
 
 pub mod bench;
+pub mod group;
+pub mod history;
+mod plan;
 pub mod suite;
+
+pub use group::{Commit, Notice, Subscription};
+pub use history::HistoryQuery;
+pub use plan::{plan_batch, Plan, View};

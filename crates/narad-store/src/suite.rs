@@ -9,8 +9,11 @@
 //! Cases: head-guarded atomic batches, contiguity of all three ordering
 //! domains, idempotent redelivery, conditional side records, session, run
 //! and workflow paging, eight racing writers, a hundred concurrent sessions,
-//! byte-identical history after reopen, and 20 SIGKILLs of a real writer
-//! process with nothing acknowledged lost.
+//! byte-identical history after reopen, combined history cursors against a
+//! full-scan oracle, the workspace watch stream, commit notification with
+//! subscribe-before-replay, close, concurrent good and bad batches sharing
+//! group commits, and 20 SIGKILLs of a real writer process with nothing
+//! acknowledged lost.
 
 // Test-support code: a panic here is a test failure report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
@@ -22,7 +25,10 @@ use std::sync::Arc;
 use narad_core::{Parsed, Record, Validator};
 use serde_json::json;
 
-use crate::{Batch, Expect, SideSpace, SideWrite, Store, StoreError, StoredEvent};
+use crate::{
+    Batch, Commit, Expect, HistoryQuery, Notice, SideSpace, SideWrite, Store, StoreError,
+    StoredEvent, WatchWrite,
+};
 
 /// A run-tree event of `session` at `seq` (session and run-tree sequence equal).
 pub fn event(session: &str, seq: u64, tag: &str) -> StoredEvent {
@@ -58,6 +64,7 @@ pub fn batch(session: &str, head: u64, events: Vec<StoredEvent>) -> Batch {
         expected_head: head,
         events,
         side: Vec::new(),
+        watch: Vec::new(),
     }
 }
 
@@ -82,6 +89,7 @@ where
     assert_eq!((rest.events, rest.next), (evs[3..].to_vec(), None));
     let run = s.read_run("s", "r", 1, 10).await.unwrap();
     assert_eq!(run.events, evs[1..]);
+    s.close().await.unwrap();
     drop(s);
     let again = open(dir.join("store")).await.unwrap();
     assert_eq!(again.read_session("s", 0, 100).await.unwrap().events, evs);
@@ -342,6 +350,437 @@ where
     assert_eq!((rest.events, rest.next), (vec![evs[2].clone()], None));
 }
 
+/// A run-tree event at any position: `run` = `(rootRunId, sequence)`,
+/// `workflow` = `(workflowId, workflowSequence)`.
+fn placed(seq: u64, run: Option<(&str, u64)>, workflow: Option<(&str, u64)>) -> StoredEvent {
+    let mut v = match (run, workflow) {
+        (Some((root, rseq)), _) => json!({
+            "type": "tool.call.started", "rootRunId": root, "runId": root, "sequence": rseq,
+            "toolCallId": format!("t{seq}"), "toolName": "x", "executor": "backend", "args": {}
+        }),
+        (None, Some(_)) => json!({"type": "workflow.started"}),
+        (None, None) => json!({
+            "type": "message.user.recorded", "messageId": format!("u{seq}"),
+            "messageScope": "session", "content": "hi"
+        }),
+    };
+    let o = v.as_object_mut().unwrap();
+    o.insert("protocolVersion".into(), json!("narad/v1"));
+    o.insert("eventId".into(), json!(format!("e{seq}")));
+    o.insert("timestamp".into(), json!("2026-08-05T00:00:00Z"));
+    o.insert("sessionId".into(), json!("h"));
+    o.insert("sessionSequence".into(), json!(seq));
+    if let Some((wf, wseq)) = workflow {
+        o.insert("workflowId".into(), json!(wf));
+        o.insert("workflowSequence".into(), json!(wseq));
+    }
+    stored(&serde_json::to_vec(&v).unwrap())
+}
+
+/// The §10.2 rule written the slow way, over the whole journal: which
+/// session positions each cursor names, and the filtered events after the
+/// first position they share.
+fn history_oracle(all: &[StoredEvent], q: &HistoryQuery) -> Result<Vec<StoredEvent>, StoreError> {
+    let head = all.len() as u64;
+    let mut positions: Vec<u64> = (0..=head + 1).collect();
+    if let Some(a) = q.after_session_sequence {
+        positions.retain(|p| *p == a);
+    }
+    type Pick = fn(&StoredEvent) -> Option<&(String, u64)>;
+    type Filter<'a> = Option<&'a (String, Option<u64>)>;
+    let scopes: [(Filter<'_>, Pick); 2] = [
+        (q.run.as_ref(), |e| e.position.run.as_ref()),
+        (q.workflow.as_ref(), |e| e.position.workflow.as_ref()),
+    ];
+    for (filter, pick) in scopes {
+        if let Some((id, Some(n))) = filter {
+            let in_scope: Vec<u64> = all
+                .iter()
+                .filter(|e| pick(e).is_some_and(|(i, _)| i == id))
+                .map(|e| e.position.session_sequence)
+                .collect();
+            if *n as usize > in_scope.len() {
+                return Err(StoreError::CursorConflict);
+            }
+            // Position p is named by n when exactly n scope events are <= p.
+            positions.retain(|p| in_scope.iter().filter(|s| **s <= *p).count() as u64 == *n);
+        }
+    }
+    let Some(start) = positions.first() else {
+        return Err(StoreError::CursorConflict);
+    };
+    Ok(all
+        .iter()
+        .filter(|e| e.position.session_sequence > *start)
+        .filter(|e| {
+            q.run
+                .as_ref()
+                .is_none_or(|(id, _)| e.position.run.as_ref().is_some_and(|(i, _)| i == id))
+                && q.workflow.as_ref().is_none_or(|(id, _)| {
+                    e.position.workflow.as_ref().is_some_and(|(i, _)| i == id)
+                })
+        })
+        .take(q.limit)
+        .cloned()
+        .collect())
+}
+
+/// Suite case `combined_cursors_must_be_mutually_consistent`.
+pub async fn combined_cursors_must_be_mutually_consistent<S, F, Fut>(dir: &Path, open: F)
+where
+    S: Store + 'static,
+    F: Fn(PathBuf) -> Fut,
+    Fut: Future<Output = Result<S, StoreError>>,
+{
+    let s = open(dir.join("store")).await.unwrap();
+    // Interleaved: run "r" (some of it inside workflow "wf"), workflow-only
+    // events, another run tree "q", and plain session events.
+    let (mut r, mut q, mut w) = (0, 0, 0);
+    let mut evs = Vec::new();
+    for seq in 1..=14u64 {
+        let ev = match seq % 5 {
+            0 | 1 => {
+                r += 1;
+                if seq % 2 == 0 {
+                    w += 1;
+                    placed(seq, Some(("r", r)), Some(("wf", w)))
+                } else {
+                    placed(seq, Some(("r", r)), None)
+                }
+            }
+            2 => {
+                w += 1;
+                placed(seq, None, Some(("wf", w)))
+            }
+            3 => {
+                q += 1;
+                placed(seq, Some(("q", q)), None)
+            }
+            _ => placed(seq, None, None),
+        };
+        evs.push(ev);
+    }
+    s.append(batch("h", 0, evs.clone())).await.unwrap();
+    let mut checked = (0, 0);
+    for a in [None, Some(0), Some(3), Some(6), Some(10), Some(14)] {
+        for rn in [
+            None,
+            Some(None),
+            Some(Some(0)),
+            Some(Some(2)),
+            Some(Some(r)),
+            Some(Some(r + 1)),
+        ] {
+            for wn in [
+                None,
+                Some(None),
+                Some(Some(0)),
+                Some(Some(1)),
+                Some(Some(w)),
+            ] {
+                for limit in [2, 100] {
+                    let query = HistoryQuery {
+                        after_session_sequence: a,
+                        run: rn.map(|n| ("r".to_owned(), n)),
+                        workflow: wn.map(|n| ("wf".to_owned(), n)),
+                        limit,
+                    };
+                    let want = history_oracle(&evs, &query);
+                    let got = s.read_history("h", &query).await;
+                    match (&want, &got) {
+                        (Ok(w), Ok(g)) => {
+                            assert_eq!(&g.events, w, "{query:?}");
+                            checked.0 += 1;
+                            // Paging on: `next` continues where the page ended.
+                            if let Some(next) = g.next {
+                                let more = s
+                                    .read_history(
+                                        "h",
+                                        &HistoryQuery {
+                                            after_session_sequence: Some(next),
+                                            run: query
+                                                .run
+                                                .as_ref()
+                                                .map(|(id, _)| (id.clone(), None)),
+                                            workflow: query
+                                                .workflow
+                                                .as_ref()
+                                                .map(|(id, _)| (id.clone(), None)),
+                                            limit: 100,
+                                        },
+                                    )
+                                    .await
+                                    .unwrap();
+                                assert!(more
+                                    .events
+                                    .iter()
+                                    .all(|e| e.position.session_sequence > next));
+                            }
+                        }
+                        (Err(_), Err(StoreError::CursorConflict)) => checked.1 += 1,
+                        _ => panic!("{query:?}: oracle {want:?}, store {got:?}"),
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked.0 > 50 && checked.1 > 50, "{checked:?}");
+    // Two named cases. Run "r" event 2 is session 5 and event 3 is 6: a run
+    // cursor 2 agrees with session cursor 5, not with 9.
+    let agree = HistoryQuery::default()
+        .run("r", Some(2))
+        .after_session_sequence(5);
+    let page = s.read_history("h", &agree).await.unwrap();
+    assert_eq!(
+        page.events.first().map(|e| e.position.session_sequence),
+        Some(6)
+    );
+    let clash = HistoryQuery::default()
+        .run("r", Some(2))
+        .after_session_sequence(9);
+    assert_eq!(
+        s.read_history("h", &clash).await.unwrap_err().code(),
+        "cursor_conflict"
+    );
+}
+
+fn watch(kind: &str, id: &str, revision: u64, session: &str) -> WatchWrite {
+    let bytes = serde_json::to_vec(&json!({
+        "type": kind, "protocolVersion": "narad/v1", "eventId": id,
+        "timestamp": "2026-08-05T00:00:00Z", "workspaceId": "ws", "sessionId": session,
+        "revision": revision
+    }))
+    .unwrap();
+    match Validator::default().parse(&bytes).unwrap() {
+        Parsed::Record {
+            record: Record::Watch(ev),
+            ..
+        } => WatchWrite::from_event(&ev).unwrap(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Suite case `the_workspace_watch_stream_commits_with_its_session`.
+pub async fn the_workspace_watch_stream_commits_with_its_session<S, F, Fut>(dir: &Path, open: F)
+where
+    S: Store + 'static,
+    F: Fn(PathBuf) -> Fut,
+    Fut: Future<Output = Result<S, StoreError>>,
+{
+    let s = open(dir.join("store")).await.unwrap();
+    let created = watch("session.created", "w1", 1, "s");
+    let mut b = batch("s", 0, vec![event("s", 1, "a")]);
+    b.watch.push(created.clone());
+    s.append(b.clone()).await.unwrap();
+    // Redelivery of the whole batch writes nothing.
+    assert!(s.append(b).await.unwrap().redelivered);
+    // A regressing revision refuses the batch whole, its event included.
+    let mut b = batch("s", 1, vec![event("s", 2, "a")]);
+    b.watch.push(watch("session.updated", "w2", 1, "s"));
+    assert_eq!(
+        s.append(b).await.unwrap_err(),
+        StoreError::RevisionRegression { current: 1 }
+    );
+    assert_eq!(s.head("s").await.unwrap(), 1);
+    // The same watch id with other bytes conflicts.
+    let mut b = batch("s", 1, vec![event("s", 2, "a")]);
+    b.watch.push(watch("session.updated", "w1", 2, "s"));
+    assert_eq!(s.append(b).await.unwrap_err(), StoreError::EventConflict);
+    // A workspace-only batch; revisions may skip (coalesced notices).
+    let only = Batch {
+        watch: vec![
+            watch("session.updated", "w3", 4, "s"),
+            watch("session.archived", "w4", 9, "s"),
+        ],
+        ..Batch::default()
+    };
+    s.append(only).await.unwrap();
+    let first = s.read_watch("ws", 0, 2).await.unwrap();
+    assert_eq!(
+        first.events.iter().map(|w| w.revision).collect::<Vec<_>>(),
+        vec![1, 4]
+    );
+    assert_eq!(first.events[0], created.event);
+    assert_eq!(first.next, Some(4));
+    let rest = s.read_watch("ws", 4, 10).await.unwrap();
+    assert_eq!((rest.events.len(), rest.next), (1, None));
+    assert_eq!(rest.events[0].event_id, "w4");
+    assert!(s
+        .read_watch("other", 0, 10)
+        .await
+        .unwrap()
+        .events
+        .is_empty());
+    drop(s);
+    let again = open(dir.join("store")).await.unwrap();
+    assert_eq!(again.read_watch("ws", 0, 10).await.unwrap().events.len(), 3);
+}
+
+async fn next_commit(sub: &mut crate::Subscription) -> Commit {
+    let notice = tokio::time::timeout(std::time::Duration::from_secs(30), sub.recv())
+        .await
+        .expect("no notice within 30 s");
+    match notice {
+        Some(Notice::Commit(c)) => c,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Suite case `subscribers_hear_every_commit_and_replay_has_no_gap`.
+pub async fn subscribers_hear_every_commit_and_replay_has_no_gap<S, F, Fut>(dir: &Path, open: F)
+where
+    S: Store + 'static,
+    F: Fn(PathBuf) -> Fut,
+    Fut: Future<Output = Result<S, StoreError>>,
+{
+    let s = Arc::new(open(dir.join("store")).await.unwrap());
+    let mut sub = s.subscribe();
+    s.append(batch("a", 0, vec![event("a", 1, "x"), event("a", 2, "x")]))
+        .await
+        .unwrap();
+    let session = |id: &str, head| Commit::Session {
+        session_id: Arc::from(id),
+        head,
+    };
+    assert_eq!(next_commit(&mut sub).await, session("a", 2));
+    // Refusals and redeliveries announce nothing: the next notice is b's.
+    let _ = s.append(batch("a", 0, vec![event("a", 1, "y")])).await;
+    s.append(batch("a", 0, vec![event("a", 1, "x"), event("a", 2, "x")]))
+        .await
+        .unwrap();
+    s.append(batch("b", 0, vec![event("b", 1, "x")]))
+        .await
+        .unwrap();
+    assert_eq!(next_commit(&mut sub).await, session("b", 1));
+
+    // Subscribe, then replay, then follow while a writer keeps appending:
+    // the follower ends with every event exactly once, in order.
+    let writer = {
+        let s = Arc::clone(&s);
+        tokio::spawn(async move {
+            for i in 1..=60 {
+                s.append(batch("live", i - 1, vec![event("live", i, "x")]))
+                    .await
+                    .unwrap();
+                tokio::task::yield_now().await;
+            }
+        })
+    };
+    let mut sub = s.subscribe();
+    let mut seen = s.read_session("live", 0, usize::MAX).await.unwrap().events;
+    while (seen.len() as u64) < 60 {
+        let target = match sub.recv().await {
+            Some(Notice::Commit(Commit::Session { session_id, head }))
+                if &*session_id == "live" =>
+            {
+                head
+            }
+            Some(Notice::Lagged { .. }) => s.head("live").await.unwrap(),
+            Some(_) => continue,
+            None => panic!("store closed"),
+        };
+        if target > seen.len() as u64 {
+            let after = seen.len() as u64;
+            seen.extend(
+                s.read_session("live", after, usize::MAX)
+                    .await
+                    .unwrap()
+                    .events,
+            );
+        }
+    }
+    writer.await.unwrap();
+    for (i, e) in seen.iter().enumerate() {
+        assert_eq!(e.position.session_sequence, i as u64 + 1);
+    }
+}
+
+/// Suite case `close_finishes_accepted_appends_and_releases_the_file`.
+pub async fn close_finishes_accepted_appends_and_releases_the_file<S, F, Fut>(dir: &Path, open: F)
+where
+    S: Store + 'static,
+    F: Fn(PathBuf) -> Fut,
+    Fut: Future<Output = Result<S, StoreError>>,
+{
+    let s = Arc::new(open(dir.join("store")).await.unwrap());
+    let tasks: Vec<_> = (0..20)
+        .map(|n| {
+            let s = Arc::clone(&s);
+            tokio::spawn(async move {
+                let sid = format!("c{n}");
+                s.append(batch(&sid, 0, vec![event(&sid, 1, "a")])).await
+            })
+        })
+        .collect();
+    let mut acked = Vec::new();
+    for (n, t) in tasks.into_iter().enumerate() {
+        if t.await.unwrap().is_ok() {
+            acked.push(format!("c{n}"));
+        }
+    }
+    s.close().await.unwrap();
+    s.close().await.unwrap(); // idempotent
+    let err = s.append(batch("z", 0, vec![event("z", 1, "a")])).await;
+    assert_eq!(err.unwrap_err(), StoreError::Closed);
+    assert_eq!(s.head("c0").await.unwrap_err().code(), "closed");
+    // The handle still exists, yet the file can be opened again.
+    let again = open(dir.join("store")).await.unwrap();
+    for sid in &acked {
+        assert_eq!(again.head(sid).await.unwrap(), 1, "{sid}");
+    }
+    assert_eq!(acked.len(), 20);
+}
+
+/// Suite case `good_and_bad_batches_racing_are_each_decided_alone`.
+pub async fn good_and_bad_batches_racing_are_each_decided_alone<S, F, Fut>(dir: &Path, open: F)
+where
+    S: Store + 'static,
+    F: Fn(PathBuf) -> Fut,
+    Fut: Future<Output = Result<S, StoreError>>,
+{
+    let s = Arc::new(open(dir.join("store")).await.unwrap());
+    // 64 sessions at once, rounds of one good and one bad batch each (the
+    // bad one has a gap), so good and bad batches share group commits.
+    for round in 1..=5u64 {
+        let tasks: Vec<_> = (0..64)
+            .flat_map(|n| {
+                let sid = format!("g{n:02}");
+                let good = batch(&sid, round - 1, vec![event(&sid, round, "ok")]);
+                let bad = batch(&sid, round - 1, vec![event(&sid, round + 1, "bad")]);
+                [(true, good), (false, bad)]
+            })
+            .map(|(good, b)| {
+                let s = Arc::clone(&s);
+                tokio::spawn(async move { (good, s.append(b).await) })
+            })
+            .collect();
+        for t in tasks {
+            match t.await.unwrap() {
+                (true, r) => assert!(r.is_ok(), "{r:?}"),
+                // Refused for its gap, or for a stale head when its
+                // good twin committed first; either way it wrote nothing.
+                (false, r) => assert!(
+                    matches!(
+                        r,
+                        Err(StoreError::Contiguity {
+                            domain: "sessionSequence"
+                        }) | Err(StoreError::HeadConflict { .. })
+                    ),
+                    "{r:?}"
+                ),
+            }
+        }
+    }
+    for n in 0..64 {
+        let sid = format!("g{n:02}");
+        let all = s.read_session(&sid, 0, 100).await.unwrap().events;
+        assert_eq!(
+            all,
+            (1..=5).map(|i| event(&sid, i, "ok")).collect::<Vec<_>>()
+        );
+    }
+}
+
 /// Environment variable that turns a test binary into a crash-test writer.
 pub const CRASH_CHILD_ENV: &str = "NARAD_STORE_CRASH_CHILD";
 
@@ -459,7 +898,7 @@ where
 #[macro_export]
 macro_rules! store_suite {
     ($open:expr) => {
-        $crate::store_suite!(@cases $open; history_is_the_exact_bytes_and_survives_reopen, a_stale_head_conflicts_and_writes_nothing, redelivery_is_idempotent_and_changed_bytes_conflict, a_batch_with_one_bad_event_is_refused_whole, side_writes_are_conditional_and_atomic_with_events, eight_racing_writers_leave_no_gap_and_no_duplicate, a_hundred_sessions_append_concurrently, workflow_history_pages_by_workflow_sequence);
+        $crate::store_suite!(@cases $open; history_is_the_exact_bytes_and_survives_reopen, a_stale_head_conflicts_and_writes_nothing, redelivery_is_idempotent_and_changed_bytes_conflict, a_batch_with_one_bad_event_is_refused_whole, side_writes_are_conditional_and_atomic_with_events, eight_racing_writers_leave_no_gap_and_no_duplicate, a_hundred_sessions_append_concurrently, workflow_history_pages_by_workflow_sequence, combined_cursors_must_be_mutually_consistent, the_workspace_watch_stream_commits_with_its_session, subscribers_hear_every_commit_and_replay_has_no_gap, close_finishes_accepted_appends_and_releases_the_file, good_and_bad_batches_racing_are_each_decided_alone);
     };
     (@cases $open:expr; $($name:ident),*) => {
         $(

@@ -1,0 +1,174 @@
+//! The batch rules every backend applies inside its write transaction.
+
+use std::collections::BTreeMap;
+
+use crate::{Appended, Batch, Expect, Scope, SideWrite, StoreError, StoredEvent, WatchWrite};
+
+/// What a backend can read inside its write transaction; [`plan_batch`]
+/// decides everything else. Reads see the transaction's own earlier writes
+/// (an earlier batch of the same group commit).
+pub trait View {
+    /// The session head (0 for an unknown session).
+    fn head(&mut self, session_id: &str) -> Result<u64, StoreError>;
+    /// If `(session_id, event.event_id)` is stored: its `sessionSequence`
+    /// and whether the stored bytes equal `event.bytes`.
+    fn event(
+        &mut self,
+        session_id: &str,
+        event: &StoredEvent,
+    ) -> Result<Option<(u64, bool)>, StoreError>;
+    /// The last stored position of a run tree or workflow (0 if none).
+    fn scope_head(&mut self, session_id: &str, scope: Scope, id: &str) -> Result<u64, StoreError>;
+    /// A side record's current value.
+    fn side(&mut self, write: &SideWrite) -> Result<Option<Vec<u8>>, StoreError>;
+    /// If `(workspaceId, eventId)` of this watch event is stored: whether the
+    /// stored bytes are equal.
+    fn watch(&mut self, write: &WatchWrite) -> Result<Option<bool>, StoreError>;
+    /// The newest stored revision of a workspace's watch stream (0 if none).
+    fn watch_head(&mut self, workspace_id: &str) -> Result<u64, StoreError>;
+}
+
+/// What a backend does with a batch, as decided by [`plan_batch`].
+#[derive(Debug)]
+pub enum Plan<'a> {
+    /// Every event is stored with identical bytes: write nothing, answer this.
+    Redelivered(Appended),
+    /// Write `fresh`, `fresh_watch` and the batch's side writes, then set the
+    /// head to `appended.head`.
+    Write {
+        /// The events not stored yet, in batch order.
+        fresh: Vec<&'a StoredEvent>,
+        /// The watch events not stored yet, in batch order.
+        fresh_watch: Vec<&'a WatchWrite>,
+        /// The answer once the write commits.
+        appended: Appended,
+    },
+}
+
+/// Decides a batch, in this order: redelivery of events and watch events
+/// (identical bytes report the stored position, other bytes are
+/// [`StoreError::EventConflict`]), the head guard, contiguity of all three
+/// ordering domains, watch revisions increasing per workspace, side
+/// expectations. Nothing is decided by the backend, so every backend refuses
+/// exactly the same batches.
+///
+/// A batch with no events and an empty `session_id` is a workspace-only
+/// batch: it carries watch (and side) writes and has no head to guard.
+pub fn plan_batch<'a>(batch: &'a Batch, view: &mut impl View) -> Result<Plan<'a>, StoreError> {
+    let sid = batch.session_id.as_str();
+    let head = view.head(sid)?;
+    let mut positions = Vec::with_capacity(batch.events.len());
+    let mut fresh = Vec::new();
+    for ev in &batch.events {
+        match view.event(sid, ev)? {
+            Some((seq, true)) => positions.push(seq),
+            Some((_, false)) => return Err(StoreError::EventConflict),
+            None => {
+                positions.push(ev.position.session_sequence);
+                fresh.push(ev);
+            }
+        }
+    }
+    let mut fresh_watch = Vec::new();
+    for w in &batch.watch {
+        match view.watch(w)? {
+            Some(true) => {}
+            Some(false) => return Err(StoreError::EventConflict),
+            None => fresh_watch.push(w),
+        }
+    }
+    let nothing_new = fresh.is_empty() && fresh_watch.is_empty() && batch.side.is_empty();
+    if nothing_new && !(batch.events.is_empty() && batch.watch.is_empty()) {
+        return Ok(Plan::Redelivered(Appended {
+            head,
+            positions,
+            redelivered: true,
+        }));
+    }
+    let workspace_only = sid.is_empty() && batch.events.is_empty();
+    if !workspace_only && batch.expected_head != head {
+        return Err(StoreError::HeadConflict {
+            expected: batch.expected_head,
+            current: head,
+        });
+    }
+    let next = check_contiguity(sid, head, &fresh, view)?;
+    let mut revisions: BTreeMap<&str, u64> = BTreeMap::new();
+    for w in &fresh_watch {
+        let ws = w.workspace_id.as_str();
+        let current = match revisions.get(ws) {
+            Some(r) => *r,
+            None => view.watch_head(ws)?,
+        };
+        if w.event.revision <= current {
+            return Err(StoreError::RevisionRegression { current });
+        }
+        revisions.insert(ws, w.event.revision);
+    }
+    for w in &batch.side {
+        if !expectation_holds(&w.expect, view.side(w)?.as_deref()) {
+            return Err(StoreError::SideConflict);
+        }
+    }
+    Ok(Plan::Write {
+        fresh,
+        fresh_watch,
+        appended: Appended {
+            head: next,
+            positions,
+            redelivered: false,
+        },
+    })
+}
+
+/// Checks that the new events of a batch continue the session head and the
+/// head of every run tree and workflow they touch. Returns the new head.
+fn check_contiguity(
+    sid: &str,
+    head: u64,
+    fresh: &[&StoredEvent],
+    view: &mut impl View,
+) -> Result<u64, StoreError> {
+    let mut next = head;
+    let mut heads: BTreeMap<(u8, &str), u64> = BTreeMap::new();
+    for ev in fresh {
+        if ev.position.session_sequence != next + 1 {
+            return Err(StoreError::Contiguity {
+                domain: "sessionSequence",
+            });
+        }
+        next += 1;
+        let scoped = [
+            (Scope::Run, 0, "sequence", &ev.position.run),
+            (
+                Scope::Workflow,
+                1,
+                "workflowSequence",
+                &ev.position.workflow,
+            ),
+        ];
+        for (scope, tag, domain, pos) in scoped {
+            if let Some((id, seq)) = pos {
+                let last = match heads.get(&(tag, id.as_str())) {
+                    Some(h) => *h,
+                    None => view.scope_head(sid, scope, id)?,
+                };
+                if *seq != last + 1 {
+                    return Err(StoreError::Contiguity { domain });
+                }
+                heads.insert((tag, id.as_str()), *seq);
+            }
+        }
+    }
+    Ok(next)
+}
+
+/// Whether a side record's current value satisfies `expect`.
+fn expectation_holds(expect: &Expect, current: Option<&[u8]>) -> bool {
+    match (expect, current) {
+        (Expect::Any, _) => true,
+        (Expect::Absent, c) => c.is_none(),
+        (Expect::Equals(b), Some(c)) => c == b.as_ref(),
+        (Expect::Equals(_), None) => false,
+    }
+}
