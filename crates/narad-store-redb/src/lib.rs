@@ -104,6 +104,8 @@ fn space(s: SideSpace) -> u8 {
         SideSpace::Lease => 1,
         SideSpace::Token => 2,
         SideSpace::Snapshot => 3,
+        SideSpace::Session => 4,
+        SideSpace::Interrupt => 5,
     }
 }
 

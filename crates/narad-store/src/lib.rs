@@ -123,6 +123,10 @@ pub enum SideSpace {
     Token,
     /// Reducer snapshots, keyed by session id.
     Snapshot,
+    /// Host metadata of a session (its active profiles), keyed by session id.
+    Session,
+    /// The owning session of an interrupt, keyed by `interruptId`.
+    Interrupt,
 }
 
 /// The condition a side write requires of the current value.

@@ -80,27 +80,42 @@ impl RunState {
     }
 }
 
+/// A run as reduced so far (read-only view for hosts).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Run {
-    root: String,
-    parent: Option<String>,
-    workflow: Option<String>,
-    client_executor: Option<String>,
-    state: RunState,
-    stop_requested: bool,
-    open_pause: Option<String>,
-    open_interrupt: Option<OpenInterrupt>,
-    open_children: BTreeSet<String>,
-    open_tools: BTreeSet<String>,
+pub struct Run {
+    /// `rootRunId` of its run tree.
+    pub root: String,
+    /// `parentRunId`, for a nested run.
+    pub parent: Option<String>,
+    /// The workflow it belongs to.
+    pub workflow: Option<String>,
+    /// Its bound `clientExecutorId`.
+    pub client_executor: Option<String>,
+    /// Lifecycle state.
+    pub state: RunState,
+    /// Whether a stop targets it (§6.3).
+    pub stop_requested: bool,
+    /// The `waitId` of its open pause.
+    pub open_pause: Option<String>,
+    /// Its open interrupt.
+    pub open_interrupt: Option<OpenInterrupt>,
+    /// Child runs not yet terminal.
+    pub open_children: BTreeSet<String>,
+    /// Tool calls not yet finished.
+    pub open_tools: BTreeSet<String>,
 }
 
+/// An open interrupt.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct OpenInterrupt {
-    id: String,
-    wait_id: String,
-    actions: Vec<String>,
+pub struct OpenInterrupt {
+    /// `interruptId`.
+    pub id: String,
+    /// The `waitId` of the pause it caused.
+    pub wait_id: String,
+    /// The offered actions.
+    pub actions: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -117,14 +132,20 @@ struct Tool {
     state: ToolState,
 }
 
+/// A workflow as reduced so far (read-only view for hosts).
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Workflow {
-    terminal: bool,
-    open_runs: BTreeSet<String>,
-    active_top_run: Option<String>,
-    open_pause: Option<String>,
-    open_interrupt: Option<OpenInterrupt>,
+pub struct Workflow {
+    /// Finished, errored or cancelled.
+    pub terminal: bool,
+    /// Its runs not yet terminal.
+    pub open_runs: BTreeSet<String>,
+    /// Its active top-level run.
+    pub active_top_run: Option<String>,
+    /// The `waitId` of its open pause.
+    pub open_pause: Option<String>,
+    /// Its open workflow-scope interrupt.
+    pub open_interrupt: Option<OpenInterrupt>,
 }
 
 /// An interrupt whose matching pause must be the very next event of its journal.
@@ -183,10 +204,13 @@ struct Session {
     watch: BTreeMap<String, u64>,
 }
 
+/// The session's top-level execution slot (§3.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-enum Slot {
+pub enum Slot {
+    /// An independent top-level run.
     Run(String),
+    /// A workflow.
     Workflow(String),
 }
 
@@ -260,6 +284,61 @@ impl Checker {
     /// cursor of the last transcript snapshot), if the session is known.
     pub fn session_head(&self, session_id: &str) -> Option<u64> {
         self.sessions.get(session_id).map(|s| s.head)
+    }
+
+    /// A run of the session, if it started.
+    pub fn run(&self, session_id: &str, run_id: &str) -> Option<&Run> {
+        self.sessions.get(session_id)?.runs.get(run_id)
+    }
+
+    /// Every run of the session, by `runId`.
+    pub fn runs(&self, session_id: &str) -> impl Iterator<Item = (&String, &Run)> {
+        self.sessions
+            .get(session_id)
+            .into_iter()
+            .flat_map(|s| s.runs.iter())
+    }
+
+    /// A workflow of the session, if it started.
+    pub fn workflow(&self, session_id: &str, workflow_id: &str) -> Option<&Workflow> {
+        self.sessions.get(session_id)?.workflows.get(workflow_id)
+    }
+
+    /// Every workflow of the session, by `workflowId`.
+    pub fn workflows(&self, session_id: &str) -> impl Iterator<Item = (&String, &Workflow)> {
+        self.sessions
+            .get(session_id)
+            .into_iter()
+            .flat_map(|s| s.workflows.iter())
+    }
+
+    /// The active top-level execution of the session, if any.
+    pub fn slot(&self, session_id: &str) -> Option<&Slot> {
+        self.sessions.get(session_id)?.slot.as_ref()
+    }
+
+    /// The last run-tree `sequence` of a root (0 if none).
+    pub fn run_head(&self, session_id: &str, root_run_id: &str) -> u64 {
+        self.sessions
+            .get(session_id)
+            .and_then(|s| s.run_heads.get(root_run_id))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The last `workflowSequence` of a workflow (0 if none).
+    pub fn workflow_head(&self, session_id: &str, workflow_id: &str) -> u64 {
+        self.sessions
+            .get(session_id)
+            .and_then(|s| s.workflow_heads.get(workflow_id))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The run a tool call belongs to and whether it is still open.
+    pub fn tool_call(&self, session_id: &str, tool_call_id: &str) -> Option<(&str, bool)> {
+        let t = self.sessions.get(session_id)?.tools.get(tool_call_id)?;
+        Some((t.run.as_str(), t.state == ToolState::Open))
     }
 
     /// The state of a run, if it started.

@@ -1,0 +1,82 @@
+//! The engine's typed errors. Codes are stable; the checker's codes pass
+//! through unchanged (they are the spec rule that the command would break).
+
+use narad_store::StoreError;
+
+/// Why a command or read was refused. Nothing was appended.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The command would break a protocol rule; `code` is the checker's
+    /// (e.g. `session_slot_busy`, `open_work`, `wait_mismatch`).
+    #[error("{code}: {message} (§{section})")]
+    Rejected {
+        /// Stable rule code.
+        code: &'static str,
+        /// Spec section.
+        section: &'static str,
+        /// Sanitized message (ids only).
+        message: String,
+    },
+    /// The principal may not do this.
+    #[error("not authorized")]
+    NotAuthorized,
+    /// No such session.
+    #[error("unknown session")]
+    UnknownSession,
+    /// The session exists already.
+    #[error("session exists")]
+    SessionExists,
+    /// No such run in the session.
+    #[error("unknown run")]
+    UnknownRun,
+    /// No such tool call in the session.
+    #[error("unknown tool call")]
+    UnknownToolCall,
+    /// No open interrupt with this id.
+    #[error("unknown or closed interrupt")]
+    UnknownInterrupt,
+    /// `expectedRevision` did not match the owning journal's position.
+    #[error("owning journal is at {current}, not the expected {expected}")]
+    RevisionConflict {
+        /// What the caller expected.
+        expected: u64,
+        /// The journal's current position.
+        current: u64,
+    },
+    /// The event's profile is not active in this session.
+    #[error("profile of `{event_type}` is not active in this session")]
+    ProfileInactive {
+        /// The refused type.
+        event_type: String,
+    },
+    /// A command argument is malformed (e.g. not a JSON object).
+    #[error("invalid command: {0}")]
+    InvalidCommand(String),
+    /// Other engines kept winning the session; retry later.
+    #[error("session is contended; retry")]
+    Contended,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl EngineError {
+    /// Stable machine code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Rejected { code, .. } => code,
+            Self::NotAuthorized => "not_authorized",
+            Self::UnknownSession => "unknown_session",
+            Self::SessionExists => "session_exists",
+            Self::UnknownRun => "unknown_run",
+            Self::UnknownToolCall => "unknown_tool_call",
+            Self::UnknownInterrupt => "unknown_interrupt",
+            Self::RevisionConflict { .. } => "revision_conflict",
+            Self::ProfileInactive { .. } => "profile_inactive",
+            Self::InvalidCommand(_) => "invalid_command",
+            Self::Contended => "contended",
+            Self::Store(e) => e.code(),
+        }
+    }
+}

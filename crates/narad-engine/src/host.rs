@@ -1,0 +1,153 @@
+//! What the embedding host injects: the clock, the id source and the
+//! authorization hook. The engine takes no time, randomness or permission
+//! from anywhere else, so tests can fix all three.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+/// The engine's only source of time (timestamps, interrupt expiry).
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// Now.
+    fn now(&self) -> SystemTime;
+}
+
+/// The system clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> SystemTime {
+        SystemTime::now()
+    }
+}
+
+/// A clock that only moves when told (tests, replays).
+///
+/// ```
+/// use narad_engine::{Clock, ManualClock};
+/// let c = ManualClock::at_unix(1_780_000_000);
+/// let t0 = c.now();
+/// c.advance(std::time::Duration::from_secs(5));
+/// assert_eq!(c.now().duration_since(t0).unwrap().as_secs(), 5);
+/// ```
+#[derive(Debug)]
+pub struct ManualClock(Mutex<SystemTime>);
+
+impl ManualClock {
+    /// A clock at `secs` after the Unix epoch.
+    pub fn at_unix(secs: u64) -> Self {
+        Self(Mutex::new(
+            SystemTime::UNIX_EPOCH + Duration::from_secs(secs),
+        ))
+    }
+    /// Moves the clock forward.
+    pub fn advance(&self, by: Duration) {
+        if let Ok(mut t) = self.0.lock() {
+            *t += by;
+        }
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> SystemTime {
+        self.0.lock().map_or(SystemTime::UNIX_EPOCH, |t| *t)
+    }
+}
+
+/// Formats a time as the protocol's ISO-8601 UTC timestamp (milliseconds).
+pub fn timestamp(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// Where new ids come from (`eventId`, `runId`, `waitId`, ...).
+pub trait IdSource: Send + Sync + std::fmt::Debug {
+    /// A fresh id; `kind` is a short prefix such as `evt` or `run`.
+    fn next_id(&self, kind: &str) -> String;
+}
+
+/// Unguessable ids: 128 bits from the operating system's random source.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RandomIds;
+
+impl IdSource for RandomIds {
+    fn next_id(&self, kind: &str) -> String {
+        let mut b = [0u8; 16];
+        // The OS source does not fail on supported platforms; if it ever
+        // did, a clock-and-counter id keeps ids unique (not unguessable).
+        if getrandom::fill(&mut b).is_err() {
+            static N: AtomicU64 = AtomicU64::new(0);
+            let n = N.fetch_add(1, Ordering::Relaxed);
+            let t = SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            b[..8].copy_from_slice(&t.to_be_bytes());
+            b[8..].copy_from_slice(&n.to_be_bytes());
+        }
+        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        format!("{kind}-{hex}")
+    }
+}
+
+/// Predictable ids `kind-1`, `kind-2`, ... (tests).
+#[derive(Debug, Default)]
+pub struct SequentialIds(AtomicU64);
+
+impl IdSource for SequentialIds {
+    fn next_id(&self, kind: &str) -> String {
+        format!("{kind}-{}", self.0.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+}
+
+/// Who is calling; opaque to the engine, meaningful to the [`Authorizer`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Principal(pub String);
+
+impl Principal {
+    /// A principal by name.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self(name.into())
+    }
+}
+
+/// What a principal asks to do, for the [`Authorizer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action<'a> {
+    /// Create a session.
+    CreateSession,
+    /// Append authority events of `event_type` to a session.
+    Write {
+        /// The session.
+        session_id: &'a str,
+        /// The type of the first event the command appends.
+        event_type: &'a str,
+    },
+    /// Read a session's history or subscribe to it.
+    Read {
+        /// The session.
+        session_id: &'a str,
+    },
+}
+
+/// The authorization hook, called before every command and read. The
+/// engine refuses with `not_authorized` when it answers `false`; trace and
+/// debug profile events need [`Authorizer::may_debug`] as well.
+pub trait Authorizer: Send + Sync + std::fmt::Debug {
+    /// Whether `principal` may do `action`.
+    fn allows(&self, principal: &Principal, action: Action<'_>) -> bool;
+    /// Whether `principal` may write or read trace and debug events.
+    fn may_debug(&self, principal: &Principal) -> bool {
+        let _ = principal;
+        false
+    }
+}
+
+/// Allows everything except trace and debug (embedded, single-tenant use).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AllowAll;
+
+impl Authorizer for AllowAll {
+    fn allows(&self, _: &Principal, _: Action<'_>) -> bool {
+        true
+    }
+}

@@ -1,0 +1,249 @@
+//! One session as the engine holds it: the checker's reduced state, the
+//! session's profiles, and the turning of drafted events into envelopes
+//! with every applicable sequence assigned.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use narad_core::checker::{Applied, Checker};
+use narad_core::{Parsed, ProfileSet, Record, Validator, ValidatorConfig, PROTOCOL_VERSION};
+use narad_store::{Store, StoredEvent};
+use serde_json::{Map, Value};
+
+use crate::error::EngineError;
+use crate::StartRun;
+
+/// Which journal an event belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum At {
+    /// Session scope only.
+    Session,
+    /// A run-tree event of `run` (whose tree is `root`, inside `workflow`).
+    Run {
+        run: String,
+        root: String,
+        workflow: Option<String>,
+    },
+    /// A workflow-scope event.
+    Workflow(String),
+}
+
+/// An event before the engine gives it an envelope.
+#[derive(Debug, Clone)]
+pub(crate) struct Draft {
+    pub ty: &'static str,
+    pub at: At,
+    pub body: Map<String, Value>,
+}
+
+impl Draft {
+    pub fn new(ty: &'static str, at: At, body: Value) -> Self {
+        let body = match body {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        Self { ty, at, body }
+    }
+}
+
+/// Host metadata kept as a side record beside the journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Meta {
+    pub profiles: ProfileSet,
+    pub workspace_id: Option<String>,
+}
+
+impl Meta {
+    pub fn encode(&self) -> Vec<u8> {
+        let ids: Vec<&str> = self.profiles.iter().map(|p| p.id()).collect();
+        let v = serde_json::json!({ "profiles": ids.join(","), "workspaceId": self.workspace_id });
+        v.to_string().into_bytes()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, EngineError> {
+        let bad = || {
+            EngineError::Store(narad_store::StoreError::Backend(
+                "session metadata is unreadable".into(),
+            ))
+        };
+        let v: Value = serde_json::from_slice(bytes).map_err(|_| bad())?;
+        let list = v.get("profiles").and_then(Value::as_str).ok_or_else(bad)?;
+        // The core id is listed too; ProfileSet::parse knows only optional ones.
+        let optional: Vec<&str> = list.split(',').filter(|p| *p != PROTOCOL_VERSION).collect();
+        let profiles = ProfileSet::parse(&optional.join(",")).map_err(|_| bad())?;
+        let workspace_id = v
+            .get("workspaceId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Ok(Self {
+            profiles,
+            workspace_id,
+        })
+    }
+}
+
+/// A hydrated session.
+#[derive(Debug)]
+pub(crate) struct Journal {
+    pub session_id: String,
+    pub meta: Meta,
+    pub validator: Validator,
+    pub checker: Checker,
+    pub head: u64,
+    /// Top-level starts waiting for the slot (§3.1), in arrival order.
+    pub queue: VecDeque<StartRun>,
+}
+
+impl Journal {
+    pub fn new(session_id: &str, meta: Meta) -> Self {
+        let validator = Validator::new(ValidatorConfig {
+            profiles: meta.profiles,
+            ..ValidatorConfig::default()
+        });
+        Self {
+            session_id: session_id.to_owned(),
+            meta,
+            validator,
+            checker: Checker::new(validator),
+            head: 0,
+            queue: VecDeque::new(),
+        }
+    }
+
+    /// Replays the stored journal into a fresh checker.
+    pub async fn hydrate<S: Store + ?Sized>(
+        store: &S,
+        session_id: &str,
+        meta: Meta,
+    ) -> Result<Self, EngineError> {
+        let mut j = Self::new(session_id, meta);
+        loop {
+            let page = store.read_session(session_id, j.head, 1024).await?;
+            for ev in &page.events {
+                j.checker.push_bytes(&ev.bytes).map_err(|r| {
+                    EngineError::Store(narad_store::StoreError::Backend(format!(
+                        "stored journal is refused by the checker at {}: {}",
+                        ev.position.session_sequence, r.code
+                    )))
+                })?;
+                j.head = ev.position.session_sequence;
+            }
+            if page.next.is_none() {
+                return Ok(j);
+            }
+        }
+    }
+
+    /// Where a started run's events go.
+    pub fn run_at(&self, run_id: &str) -> Result<At, EngineError> {
+        let run = self
+            .checker
+            .run(&self.session_id, run_id)
+            .ok_or(EngineError::UnknownRun)?;
+        Ok(At::Run {
+            run: run_id.to_owned(),
+            root: run.root.clone(),
+            workflow: run.workflow.clone(),
+        })
+    }
+
+    /// Gives each draft its envelope, parses it as the validator would, and
+    /// applies it to the checker. On refusal of the first event the checker
+    /// is unchanged; on refusal of a later one the caller must discard this
+    /// journal (it is rebuilt from the store), since nothing was appended.
+    pub fn apply(
+        &mut self,
+        drafts: Vec<Draft>,
+        ids: &dyn crate::IdSource,
+        timestamp: &str,
+    ) -> Result<Vec<StoredEvent>, (EngineError, bool)> {
+        let sid = self.session_id.clone();
+        let mut head = self.head;
+        let mut runs: BTreeMap<String, u64> = BTreeMap::new();
+        let mut wfs: BTreeMap<String, u64> = BTreeMap::new();
+        let mut out = Vec::with_capacity(drafts.len());
+        for (i, d) in drafts.into_iter().enumerate() {
+            let dirty = i > 0;
+            let mut o = d.body;
+            o.insert("type".into(), d.ty.into());
+            o.insert("protocolVersion".into(), PROTOCOL_VERSION.into());
+            o.insert("eventId".into(), ids.next_id("evt").into());
+            o.insert("timestamp".into(), timestamp.into());
+            o.insert("sessionId".into(), sid.clone().into());
+            head += 1;
+            o.insert("sessionSequence".into(), head.into());
+            let mut in_workflow = |wf: &str, o: &mut Map<String, Value>| {
+                let n = wfs
+                    .entry(wf.to_owned())
+                    .or_insert_with(|| self.checker.workflow_head(&sid, wf));
+                *n += 1;
+                o.insert("workflowId".into(), wf.into());
+                o.insert("workflowSequence".into(), (*n).into());
+            };
+            match &d.at {
+                At::Session => {}
+                At::Run {
+                    run,
+                    root,
+                    workflow,
+                } => {
+                    let n = runs
+                        .entry(root.clone())
+                        .or_insert_with(|| self.checker.run_head(&sid, root));
+                    *n += 1;
+                    o.insert("rootRunId".into(), root.clone().into());
+                    o.insert("runId".into(), run.clone().into());
+                    o.insert("sequence".into(), (*n).into());
+                    if let Some(wf) = workflow {
+                        in_workflow(wf, &mut o);
+                    }
+                }
+                At::Workflow(wf) => in_workflow(wf, &mut o),
+            }
+            let bytes = serde_json::to_vec(&Value::Object(o))
+                .map_err(|e| (EngineError::InvalidCommand(e.to_string()), dirty))?;
+            let ev = match self.validator.parse(&bytes) {
+                Ok(Parsed::Record {
+                    record: Record::Authority(ev),
+                    ..
+                }) => ev,
+                Ok(_) => {
+                    return Err((
+                        EngineError::InvalidCommand(format!("`{}` is not authority", d.ty)),
+                        dirty,
+                    ))
+                }
+                Err(e) => {
+                    return Err((
+                        EngineError::Rejected {
+                            code: e.code.as_str(),
+                            section: "5",
+                            message: e.to_string(),
+                        },
+                        dirty,
+                    ))
+                }
+            };
+            match self.checker.push(&Record::Authority(ev.clone())) {
+                Ok(Applied::Applied) => {}
+                Ok(_) => {
+                    return Err((
+                        EngineError::InvalidCommand(format!("`{}` was not applied", d.ty)),
+                        true,
+                    ))
+                }
+                Err(r) => {
+                    return Err((
+                        EngineError::Rejected {
+                            code: r.code,
+                            section: r.section,
+                            message: r.message,
+                        },
+                        dirty,
+                    ))
+                }
+            }
+            out.push(StoredEvent::from(&ev));
+        }
+        Ok(out)
+    }
+}

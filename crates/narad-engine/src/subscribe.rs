@@ -1,0 +1,87 @@
+//! Live attach without gap or duplicate (§10.3).
+//!
+//! A [`Follow`] subscribes to the store's commit notices *before* its first
+//! read, then reads history from its cursor. The store is the buffer: the
+//! follower holds at most one page, so a slow subscriber costs no engine
+//! memory; when it falls behind the notice channel it just reads on from
+//! its cursor. Events come in `sessionSequence` order, each once.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use narad_store::{Commit, Notice, Store, StoredEvent, Subscription};
+
+use crate::error::EngineError;
+
+/// A replay-then-live cursor over one session.
+#[derive(Debug)]
+pub struct Follow<S> {
+    store: Arc<S>,
+    session_id: String,
+    cursor: u64,
+    page: usize,
+    buffered: VecDeque<StoredEvent>,
+    notices: Subscription,
+    lagged: u64,
+}
+
+impl<S: Store> Follow<S> {
+    pub(crate) fn new(store: Arc<S>, session_id: &str, after: u64, page: usize) -> Self {
+        let notices = store.subscribe();
+        Self {
+            store,
+            session_id: session_id.to_owned(),
+            cursor: after,
+            page: page.max(1),
+            buffered: VecDeque::new(),
+            notices,
+            lagged: 0,
+        }
+    }
+
+    /// The `sessionSequence` of the last event returned.
+    pub fn cursor(&self) -> u64 {
+        self.cursor
+    }
+
+    /// How often the notice channel overflowed (each time the follower
+    /// simply re-read from its cursor).
+    pub fn lag_signals(&self) -> u64 {
+        self.lagged
+    }
+
+    /// The next event, waiting for it if the follower is at the head;
+    /// `None` once the store is closed.
+    pub async fn next(&mut self) -> Result<Option<StoredEvent>, EngineError> {
+        loop {
+            if let Some(ev) = self.buffered.pop_front() {
+                self.cursor = ev.position.session_sequence;
+                return Ok(Some(ev));
+            }
+            let page = self
+                .store
+                .read_session(&self.session_id, self.cursor, self.page)
+                .await?;
+            if !page.events.is_empty() {
+                self.buffered.extend(page.events);
+                continue;
+            }
+            // At the head: wait for a commit of this session.
+            loop {
+                match self.notices.recv().await {
+                    Some(Notice::Commit(Commit::Session { session_id, head }))
+                        if *session_id == *self.session_id && head > self.cursor =>
+                    {
+                        break
+                    }
+                    Some(Notice::Commit(_)) => {}
+                    Some(Notice::Lagged { .. }) => {
+                        self.lagged += 1;
+                        break;
+                    }
+                    None => return Ok(None),
+                }
+            }
+        }
+    }
+}

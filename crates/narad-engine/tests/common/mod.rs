@@ -1,0 +1,72 @@
+//! Shared test set-up: engines over real redb files, journal checks.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use narad_core::checker::Checker;
+use narad_engine::{
+    AllowAll, Engine, EngineConfig, ManualClock, NewSession, Principal, SequentialIds,
+};
+use narad_store::Store;
+use narad_store_redb::RedbStore;
+
+pub fn me() -> Principal {
+    Principal::new("tester")
+}
+
+pub async fn engine(dir: &Path) -> Engine<RedbStore> {
+    let store = RedbStore::open(dir.join("engine.redb")).await.unwrap();
+    Engine::with_host(
+        store,
+        Arc::new(ManualClock::at_unix(1_780_000_000)),
+        Arc::new(SequentialIds::default()),
+        Arc::new(AllowAll),
+        EngineConfig::default(),
+    )
+}
+
+pub async fn session<S: Store + 'static>(e: &Engine<S>) -> String {
+    e.create_session(&me(), NewSession::default())
+        .await
+        .unwrap()
+}
+
+/// The whole stored journal of a session, as bytes.
+pub async fn journal<S: Store + 'static>(e: &Engine<S>, sid: &str) -> Vec<Vec<u8>> {
+    e.store()
+        .read_session(sid, 0, usize::MAX)
+        .await
+        .unwrap()
+        .events
+        .into_iter()
+        .map(|ev| ev.bytes.to_vec())
+        .collect()
+}
+
+/// A fresh checker accepts every stored event of the session, in order.
+pub async fn assert_valid<S: Store + 'static>(e: &Engine<S>, sid: &str) -> Checker {
+    let mut c = Checker::default();
+    for (i, b) in journal(e, sid).await.iter().enumerate() {
+        if let Err(r) = c.push_bytes(b) {
+            panic!(
+                "event {} refused: {r}: {}",
+                i + 1,
+                String::from_utf8_lossy(b)
+            );
+        }
+    }
+    c
+}
+
+/// The `type` of every stored event of the session.
+pub async fn types<S: Store + 'static>(e: &Engine<S>, sid: &str) -> Vec<String> {
+    journal(e, sid)
+        .await
+        .iter()
+        .map(|b| {
+            let v: serde_json::Value = serde_json::from_slice(b).unwrap();
+            v["type"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}

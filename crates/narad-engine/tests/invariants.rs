@@ -1,0 +1,582 @@
+//! One test per protocol invariant: the engine refuses the breaking command
+//! with its stable code, and the refused command leaves the store unchanged.
+//! Every test runs on a real redb file.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{assert_valid, engine, journal, me, session, types};
+use narad_engine::{
+    Action, Authorizer, Engine, EngineConfig, EngineError, EventScope, Interrupt, InterruptScope,
+    ManualClock, NewSession, Principal, Resolve, SequentialIds, StartRun, Started, StopTarget,
+    Terminal, ToolOutcome,
+};
+use narad_store::Store;
+use serde_json::json;
+use std::sync::Arc;
+
+fn finished() -> Terminal {
+    Terminal::Finished {
+        usage: None,
+        artifact_ids: vec![],
+    }
+}
+
+async fn running<S: Store + 'static>(e: &Engine<S>, sid: &str) -> String {
+    match e.start_run(&me(), sid, StartRun::default()).await.unwrap() {
+        Started::Running(r) => r,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Runs `refused`, asserts its code, and that the journal did not change.
+async fn refused<S, F>(e: &Engine<S>, sid: &str, code: &str, f: F)
+where
+    S: Store + 'static,
+    F: std::future::Future<Output = Result<(), EngineError>>,
+{
+    let before = journal(e, sid).await;
+    let err = f.await.expect_err("the command must be refused");
+    assert_eq!(err.code(), code, "{err}");
+    assert_eq!(journal(e, sid).await, before, "a refused command wrote");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_top_level_start_is_refused_or_queued() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let sid = session(&e).await;
+    let first = running(&e, &sid).await;
+    refused(&e, &sid, "session_slot_busy", async {
+        e.start_run(&me(), &sid, StartRun::default())
+            .await
+            .map(|_| ())
+    })
+    .await;
+    let queued = e
+        .start_run(
+            &me(),
+            &sid,
+            StartRun {
+                queue_if_busy: true,
+                ..StartRun::default()
+            },
+        )
+        .await
+        .unwrap();
+    let Started::Queued(next) = queued else {
+        panic!("{queued:?}")
+    };
+    assert_eq!(types(&e, &sid).await, ["run.started"]);
+    e.end_run(&me(), &sid, &first, finished()).await.unwrap();
+    // The queued run started as soon as the slot freed.
+    let c = assert_valid(&e, &sid).await;
+    assert!(c.run(&sid, &next).is_some());
+    assert_eq!(
+        types(&e, &sid).await,
+        ["run.started", "run.finished", "run.started"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_with_open_work_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let sid = session(&e).await;
+    let run = running(&e, &sid).await;
+    let tool = e
+        .start_tool_call(&me(), &sid, &run, "search", json!({"q": 1}))
+        .await
+        .unwrap();
+    refused(
+        &e,
+        &sid,
+        "open_work",
+        e.end_run(&me(), &sid, &run, finished()),
+    )
+    .await;
+    e.finish_tool_call(&me(), &sid, &tool, ToolOutcome::success(json!(1)))
+        .await
+        .unwrap();
+    let child = match e
+        .start_run(
+            &me(),
+            &sid,
+            StartRun {
+                parent_run_id: Some(run.clone()),
+                ..StartRun::default()
+            },
+        )
+        .await
+        .unwrap()
+    {
+        Started::Running(c) => c,
+        other => panic!("{other:?}"),
+    };
+    refused(
+        &e,
+        &sid,
+        "open_work",
+        e.end_run(&me(), &sid, &run, finished()),
+    )
+    .await;
+    e.end_run(&me(), &sid, &child, finished()).await.unwrap();
+    e.end_run(&me(), &sid, &run, finished()).await.unwrap();
+    refused(
+        &e,
+        &sid,
+        "run_terminated",
+        e.end_run(&me(), &sid, &run, finished()),
+    )
+    .await;
+    assert_valid(&e, &sid).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_finished_twice_and_unknown_ids_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let sid = session(&e).await;
+    let run = running(&e, &sid).await;
+    let tool = e
+        .start_tool_call(&me(), &sid, &run, "t", json!({}))
+        .await
+        .unwrap();
+    e.finish_tool_call(&me(), &sid, &tool, ToolOutcome::success(json!(null)))
+        .await
+        .unwrap();
+    refused(&e, &sid, "tool_call_finished_twice", async {
+        e.finish_tool_call(&me(), &sid, &tool, ToolOutcome::success(json!(null)))
+            .await
+    })
+    .await;
+    refused(&e, &sid, "unknown_tool_call", async {
+        e.finish_tool_call(&me(), &sid, "nope", ToolOutcome::success(json!(null)))
+            .await
+    })
+    .await;
+    refused(&e, &sid, "unknown_run", async {
+        e.start_tool_call(&me(), &sid, "nope", "t", json!({}))
+            .await
+            .map(|_| ())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_tool_or_child_starts_after_stop_and_the_policy_closes_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let sid = session(&e).await;
+    let root = running(&e, &sid).await;
+    let Started::Running(child) = e
+        .start_run(
+            &me(),
+            &sid,
+            StartRun {
+                parent_run_id: Some(root.clone()),
+                ..StartRun::default()
+            },
+        )
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    e.start_tool_call(&me(), &sid, &root, "slow", json!({}))
+        .await
+        .unwrap();
+    // The child waits on an interrupt (paused) while the root has a tool open.
+    interrupted(&e, &sid, &child).await;
+    let stopped = e.stop(&me(), &sid, StopTarget::ActiveRoot).await.unwrap();
+    assert_eq!(stopped, root);
+    let c = assert_valid(&e, &sid).await;
+    assert!(c.run(&sid, &root).unwrap().state.is_terminal());
+    assert!(c.run(&sid, &child).unwrap().state.is_terminal());
+    let t = types(&e, &sid).await;
+    assert_eq!(t.last().map(String::as_str), Some("run.cancelled"));
+    assert!(t.contains(&"run.stop.requested".to_owned()));
+    refused(&e, &sid, "run_terminated", async {
+        e.start_tool_call(&me(), &sid, &root, "late", json!({}))
+            .await
+            .map(|_| ())
+    })
+    .await;
+    // Slot free again: a new root may start.
+    running(&e, &sid).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_on_a_stopped_run_refuses_new_work_before_its_terminal() {
+    // A stop request alone (the run not yet ended) blocks new work: the
+    // checker's §6.3 rule, reached through the generic append.
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let sid = session(&e).await;
+    let run = running(&e, &sid).await;
+    e.append(
+        &me(),
+        &sid,
+        "run.stop.requested",
+        EventScope::Run(run.clone()),
+        json!({ "targetRunId": run }),
+    )
+    .await
+    .unwrap();
+    refused(&e, &sid, "run_stop_requested", async {
+        e.start_tool_call(&me(), &sid, &run, "t", json!({}))
+            .await
+            .map(|_| ())
+    })
+    .await;
+    refused(&e, &sid, "run_stop_requested", async {
+        e.start_run(
+            &me(),
+            &sid,
+            StartRun {
+                parent_run_id: Some(run.clone()),
+                ..StartRun::default()
+            },
+        )
+        .await
+        .map(|_| ())
+    })
+    .await;
+}
+
+async fn interrupted<S: Store + 'static>(e: &Engine<S>, sid: &str, run: &str) -> (String, String) {
+    e.request_interrupt(
+        &me(),
+        sid,
+        Interrupt {
+            scope: InterruptScope::Run(run.to_owned()),
+            kind: "approval".into(),
+            actions: vec!["approve".into(), "deny".into()],
+            input: None,
+        },
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupts_pause_adjacently_and_resolve_by_id_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let sid = session(&e).await;
+    let run = running(&e, &sid).await;
+    let (iid, wait) = interrupted(&e, &sid, &run).await;
+    assert_eq!(
+        types(&e, &sid).await,
+        ["run.started", "interrupt.requested", "run.paused"]
+    );
+    refused(&e, &sid, "run_not_running", async {
+        e.start_tool_call(&me(), &sid, &run, "t", json!({}))
+            .await
+            .map(|_| ())
+    })
+    .await;
+    refused(
+        &e,
+        &sid,
+        "wait_mismatch",
+        e.resume_run(&me(), &sid, &run, "wait-wrong"),
+    )
+    .await;
+    let resolve = |decision: &str, expected| Resolve {
+        interrupt_id: iid.clone(),
+        decision: decision.into(),
+        reason: None,
+        expected_revision: expected,
+        members: None,
+    };
+    refused(&e, &sid, "decision_invalid", async {
+        e.resolve_interrupt(&me(), resolve("maybe", None))
+            .await
+            .map(|_| ())
+    })
+    .await;
+    refused(&e, &sid, "revision_conflict", async {
+        e.resolve_interrupt(&me(), resolve("approve", Some(1)))
+            .await
+            .map(|_| ())
+    })
+    .await;
+    // By id alone: the engine finds the session (revision 3 = the pause).
+    let found = e
+        .resolve_interrupt(&me(), resolve("approve", Some(3)))
+        .await
+        .unwrap();
+    assert_eq!(found, sid);
+    refused(&e, &sid, "unknown_interrupt", async {
+        e.resolve_interrupt(&me(), resolve("approve", None))
+            .await
+            .map(|_| ())
+    })
+    .await;
+    let _ = wait;
+    e.end_run(&me(), &sid, &run, finished()).await.unwrap();
+    assert_eq!(
+        types(&e, &sid).await,
+        [
+            "run.started",
+            "interrupt.requested",
+            "run.paused",
+            "interrupt.resolved",
+            "run.resumed",
+            "run.finished"
+        ]
+    );
+    assert_valid(&e, &sid).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_or_a_terminal_while_paused_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let sid = session(&e).await;
+    let run = running(&e, &sid).await;
+    interrupted(&e, &sid, &run).await;
+    // A paused run does no work, a second interrupt included (§6.4, §3.4).
+    refused(&e, &sid, "run_not_running", async {
+        e.request_interrupt(
+            &me(),
+            &sid,
+            Interrupt {
+                scope: InterruptScope::Run(run.clone()),
+                kind: "approval".into(),
+                actions: vec!["ok".into()],
+                input: None,
+            },
+        )
+        .await
+        .map(|_| ())
+    })
+    .await;
+    refused(
+        &e,
+        &sid,
+        "run_paused",
+        e.end_run(&me(), &sid, &run, finished()),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_a_paused_run_resolves_resumes_and_cancels() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let sid = session(&e).await;
+    let run = running(&e, &sid).await;
+    interrupted(&e, &sid, &run).await;
+    e.stop(&me(), &sid, StopTarget::Run(run.clone()))
+        .await
+        .unwrap();
+    assert_eq!(
+        types(&e, &sid).await[3..],
+        [
+            "run.stop.requested",
+            "interrupt.resolved",
+            "run.resumed",
+            "run.cancelled"
+        ]
+    );
+    assert_valid(&e, &sid).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_of_an_inactive_profile_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let sid = e
+        .create_session(
+            &me(),
+            NewSession {
+                profiles: Some(narad_core::ProfileSet::core()),
+                ..NewSession::default()
+            },
+        )
+        .await
+        .unwrap();
+    refused(&e, &sid, "profile_inactive", async {
+        e.message(&me(), &sid, json!("hi")).await.map(|_| ())
+    })
+    .await;
+    refused(&e, &sid, "profile_inactive", async {
+        e.start_workflow(&me(), &sid, None, None).await.map(|_| ())
+    })
+    .await;
+    let caps = e.capabilities(&me(), &sid).await.unwrap();
+    assert_eq!(caps.active_profiles, ["narad/v1"]);
+    assert_eq!(
+        e.create_session(
+            &me(),
+            NewSession {
+                session_id: Some(sid.clone()),
+                ..NewSession::default()
+            }
+        )
+        .await
+        .unwrap_err()
+        .code(),
+        "session_exists"
+    );
+}
+
+#[derive(Debug)]
+struct OnlyAlice;
+
+impl Authorizer for OnlyAlice {
+    fn allows(&self, p: &Principal, _: Action<'_>) -> bool {
+        p.0 == "alice"
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_command_and_read_is_authorized_and_debug_is_gated() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = narad_store_redb::RedbStore::open(dir.path().join("a.redb"))
+        .await
+        .unwrap();
+    let e = Engine::with_host(
+        store,
+        Arc::new(ManualClock::at_unix(1_780_000_000)),
+        Arc::new(SequentialIds::default()),
+        Arc::new(OnlyAlice),
+        EngineConfig::default(),
+    );
+    let (alice, mallory) = (Principal::new("alice"), Principal::new("mallory"));
+    assert_eq!(
+        e.create_session(&mallory, NewSession::default())
+            .await
+            .unwrap_err()
+            .code(),
+        "not_authorized"
+    );
+    let sid = e
+        .create_session(&alice, NewSession::default())
+        .await
+        .unwrap();
+    refused(&e, &sid, "not_authorized", async {
+        e.start_run(&mallory, &sid, StartRun::default())
+            .await
+            .map(|_| ())
+    })
+    .await;
+    let q = narad_store::HistoryQuery::default();
+    assert_eq!(
+        e.history(&mallory, &sid, &q).await.unwrap_err().code(),
+        "not_authorized"
+    );
+    assert!(e.subscribe(&mallory, &sid, 0).await.is_err());
+    // Debug needs more than write permission.
+    refused(&e, &sid, "not_authorized", async {
+        e.append(
+            &alice,
+            &sid,
+            "debug.log",
+            EventScope::Session,
+            json!({"level": "info", "message": "x"}),
+        )
+        .await
+        .map(|_| ())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workflows_run_their_lifecycle_with_workflow_scope_interrupts() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let sid = session(&e).await;
+    let wf = e.start_workflow(&me(), &sid, None, None).await.unwrap();
+    refused(&e, &sid, "session_slot_busy", async {
+        e.start_run(&me(), &sid, StartRun::default())
+            .await
+            .map(|_| ())
+    })
+    .await;
+    e.append(
+        &me(),
+        &sid,
+        "workflow.step.started",
+        EventScope::Workflow(wf.clone()),
+        json!({"nodeId": "a"}),
+    )
+    .await
+    .unwrap();
+    let Started::Running(run) = e
+        .start_run(
+            &me(),
+            &sid,
+            StartRun {
+                workflow_id: Some(wf.clone()),
+                ..StartRun::default()
+            },
+        )
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    refused(&e, &sid, "workflow_open_runs", async {
+        e.append(
+            &me(),
+            &sid,
+            "workflow.finished",
+            EventScope::Workflow(wf.clone()),
+            json!({}),
+        )
+        .await
+        .map(|_| ())
+    })
+    .await;
+    e.end_run(&me(), &sid, &run, finished()).await.unwrap();
+    let (iid, _) = e
+        .request_interrupt(
+            &me(),
+            &sid,
+            Interrupt {
+                scope: InterruptScope::Workflow(wf.clone()),
+                kind: "approval".into(),
+                actions: vec!["go".into()],
+                input: None,
+            },
+        )
+        .await
+        .unwrap();
+    e.resolve_interrupt(
+        &me(),
+        Resolve {
+            interrupt_id: iid,
+            decision: "go".into(),
+            reason: None,
+            expected_revision: None,
+            members: None,
+        },
+    )
+    .await
+    .unwrap();
+    e.append(
+        &me(),
+        &sid,
+        "workflow.edge.taken",
+        EventScope::Workflow(wf.clone()),
+        json!({"from": "a", "to": "b"}),
+    )
+    .await
+    .unwrap();
+    e.append(
+        &me(),
+        &sid,
+        "workflow.finished",
+        EventScope::Workflow(wf.clone()),
+        json!({}),
+    )
+    .await
+    .unwrap();
+    let c = assert_valid(&e, &sid).await;
+    assert!(c.slot(&sid).is_none());
+    assert_eq!(c.workflow_head(&sid, &wf), 10);
+}
