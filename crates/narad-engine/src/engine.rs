@@ -148,6 +148,8 @@ pub struct Interrupt {
     pub actions: Vec<String>,
     /// Optional `input` object (HITL `members` live here).
     pub input: Option<Value>,
+    /// When the engine resolves it as `expired` ([`Engine::expire_due`]).
+    pub expires_at: Option<std::time::SystemTime>,
 }
 
 /// A resolution of an open interrupt, by `interruptId` alone.
@@ -539,19 +541,26 @@ impl<S: Store + 'static> Engine<S> {
         let result = self
             .command(p, session_id, |j| {
                 let sid = &j.session_id;
-                let (root, workflow) = match &start.parent_run_id {
+                let (root, workflow, inherited) = match &start.parent_run_id {
                     Some(parent) => {
                         let pr = j.checker.run(sid, parent).ok_or(EngineError::UnknownRun)?;
-                        (pr.root.clone(), pr.workflow.clone())
+                        (
+                            pr.root.clone(),
+                            pr.workflow.clone(),
+                            pr.client_executor.clone(),
+                        )
                     }
-                    None => (run_id.clone(), start.workflow_id.clone()),
+                    None => (run_id.clone(), start.workflow_id.clone(), None),
                 };
+                // A nested run records its executor binding explicitly: the
+                // one asked for, else its parent's.
+                let executor = start.client_executor_id.clone().or(inherited);
                 if start.parent_run_id.is_none() && start.queue_if_busy && slot_busy(j, &start) {
                     return Ok(Plan::of(Vec::new(), false));
                 }
                 let body = json!({
                     "parentRunId": start.parent_run_id,
-                    "clientExecutorId": start.client_executor_id,
+                    "clientExecutorId": executor,
                 });
                 let draft = Draft::new(
                     "run.started",
@@ -724,6 +733,7 @@ impl<S: Store + 'static> Engine<S> {
                 let mut body = json!({
                     "interruptId": iid, "waitId": wait, "kind": interrupt.kind,
                     "actions": interrupt.actions, "input": interrupt.input,
+                    "expiresAt": interrupt.expires_at.map(timestamp),
                 });
                 let drafts = match &interrupt.scope {
                     InterruptScope::Run(run) => {
@@ -852,6 +862,46 @@ impl<S: Store + 'static> Engine<S> {
         })
         .await?;
         Ok(sid)
+    }
+
+    /// Resolves every open interrupt whose `expiresAt` has passed on the
+    /// engine's clock as `decision=expired` (§7.7) and resumes its run or
+    /// workflow. Covers the sessions this engine holds in memory (a session
+    /// is loaded by any command or read on it). Returns the expired ids.
+    pub async fn expire_due(&self, p: &Principal) -> Result<Vec<String>, EngineError> {
+        let now = self.inner.clock.now();
+        let cells: Vec<Cell> = match self.inner.cells.lock() {
+            Ok(c) => c.values().cloned().collect(),
+            Err(poisoned) => poisoned.into_inner().values().cloned().collect(),
+        };
+        let mut due = Vec::new();
+        for cell in cells {
+            if let Some(j) = cell.lock().await.as_ref() {
+                due.extend(j.due(now));
+            }
+        }
+        let mut expired = Vec::new();
+        for id in due {
+            let r = self
+                .resolve_interrupt(
+                    p,
+                    Resolve {
+                        interrupt_id: id.clone(),
+                        decision: "expired".into(),
+                        reason: None,
+                        expected_revision: None,
+                        members: None,
+                    },
+                )
+                .await;
+            match r {
+                Ok(_) => expired.push(id),
+                // Resolved meanwhile by someone else: nothing to expire.
+                Err(EngineError::UnknownInterrupt) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(expired)
     }
 
     /// Stops a run (or the active root) and closes its open work by the

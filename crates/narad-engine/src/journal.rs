@@ -91,6 +91,8 @@ pub(crate) struct Journal {
     pub head: u64,
     /// Top-level starts waiting for the slot (§3.1), in arrival order.
     pub queue: VecDeque<StartRun>,
+    /// `expiresAt` of interrupts requested in this journal, by id.
+    pub expiries: BTreeMap<String, std::time::SystemTime>,
 }
 
 impl Journal {
@@ -106,6 +108,7 @@ impl Journal {
             checker: Checker::new(validator),
             head: 0,
             queue: VecDeque::new(),
+            expiries: BTreeMap::new(),
         }
     }
 
@@ -126,11 +129,52 @@ impl Journal {
                     )))
                 })?;
                 j.head = ev.position.session_sequence;
+                j.note_expiry(&ev.bytes);
             }
             if page.next.is_none() {
                 return Ok(j);
             }
         }
+    }
+
+    /// Remembers the `expiresAt` of an `interrupt.requested`.
+    pub fn note_expiry(&mut self, bytes: &[u8]) {
+        // Cheap pre-filter: only interrupt requests carry the field.
+        if !bytes.windows(11).any(|w| w == b"\"expiresAt\"") {
+            return;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
+            return;
+        };
+        if v.get("type").and_then(Value::as_str) != Some("interrupt.requested") {
+            return;
+        }
+        let id = v.get("interruptId").and_then(Value::as_str);
+        let at = v
+            .get("expiresAt")
+            .and_then(Value::as_str)
+            .and_then(|t| humantime::parse_rfc3339(t).ok());
+        if let (Some(id), Some(at)) = (id, at) {
+            self.expiries.insert(id.to_owned(), at);
+        }
+    }
+
+    /// Open interrupts whose `expiresAt` is not after `now`.
+    pub fn due(&self, now: std::time::SystemTime) -> Vec<String> {
+        let open = |id: &str| {
+            self.checker
+                .runs(&self.session_id)
+                .any(|(_, r)| r.open_interrupt.as_ref().is_some_and(|i| i.id == id))
+                || self
+                    .checker
+                    .workflows(&self.session_id)
+                    .any(|(_, w)| w.open_interrupt.as_ref().is_some_and(|i| i.id == id))
+        };
+        self.expiries
+            .iter()
+            .filter(|(id, at)| **at <= now && open(id))
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 
     /// Where a started run's events go.
@@ -243,6 +287,9 @@ impl Journal {
                 }
             }
             out.push(StoredEvent::from(&ev));
+        }
+        for ev in &out {
+            self.note_expiry(&ev.bytes);
         }
         Ok(out)
     }

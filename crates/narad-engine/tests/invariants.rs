@@ -8,9 +8,9 @@ mod common;
 
 use common::{assert_valid, engine, journal, me, session, types};
 use narad_engine::{
-    Action, Authorizer, Engine, EngineConfig, EngineError, EventScope, Interrupt, InterruptScope,
-    ManualClock, NewSession, Principal, Resolve, SequentialIds, StartRun, Started, StopTarget,
-    Terminal, ToolOutcome,
+    Action, Authorizer, Clock, Engine, EngineConfig, EngineError, EventScope, Interrupt,
+    InterruptScope, ManualClock, NewSession, Principal, Resolve, SequentialIds, StartRun, Started,
+    StopTarget, Terminal, ToolOutcome,
 };
 use narad_store::Store;
 use serde_json::json;
@@ -254,6 +254,7 @@ async fn interrupted<S: Store + 'static>(e: &Engine<S>, sid: &str, run: &str) ->
             kind: "approval".into(),
             actions: vec!["approve".into(), "deny".into()],
             input: None,
+            expires_at: None,
         },
     )
     .await
@@ -348,6 +349,7 @@ async fn an_interrupt_or_a_terminal_while_paused_is_refused() {
                 kind: "approval".into(),
                 actions: vec!["ok".into()],
                 input: None,
+                expires_at: None,
             },
         )
         .await
@@ -542,6 +544,7 @@ async fn workflows_run_their_lifecycle_with_workflow_scope_interrupts() {
                 kind: "approval".into(),
                 actions: vec!["go".into()],
                 input: None,
+                expires_at: None,
             },
         )
         .await
@@ -579,4 +582,136 @@ async fn workflows_run_their_lifecycle_with_workflow_scope_interrupts() {
     let c = assert_valid(&e, &sid).await;
     assert!(c.slot(&sid).is_none());
     assert_eq!(c.workflow_head(&sid, &wf), 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupts_expire_on_the_engine_clock_even_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sid, run, iid) = {
+        let (e, clock) = common::engine_with_clock(dir.path()).await;
+        let sid = session(&e).await;
+        let run = running(&e, &sid).await;
+        let (iid, _) = e
+            .request_interrupt(
+                &me(),
+                &sid,
+                Interrupt {
+                    scope: InterruptScope::Run(run.clone()),
+                    kind: "approval".into(),
+                    actions: vec!["approve".into()],
+                    input: None,
+                    expires_at: Some(clock.now() + std::time::Duration::from_secs(60)),
+                },
+            )
+            .await
+            .unwrap();
+        clock.advance(std::time::Duration::from_secs(59));
+        assert!(e.expire_due(&me()).await.unwrap().is_empty());
+        e.store().close().await.unwrap();
+        (sid, run, iid)
+    };
+    // A new engine, its clock past the deadline: touching the session loads
+    // it (and its pending expiry); the sweep resolves it as expired.
+    let (e, clock) = common::engine_with_clock(dir.path()).await;
+    clock.advance(std::time::Duration::from_secs(61));
+    e.capabilities(&me(), &sid).await.unwrap();
+    assert_eq!(e.expire_due(&me()).await.unwrap(), vec![iid]);
+    assert!(e.expire_due(&me()).await.unwrap().is_empty());
+    let last: Vec<serde_json::Value> = journal(&e, &sid)
+        .await
+        .iter()
+        .map(|b| serde_json::from_slice(b).unwrap())
+        .collect();
+    assert_eq!(last[3]["type"], "interrupt.resolved");
+    assert_eq!(last[3]["decision"], "expired");
+    assert_eq!(last[4]["type"], "run.resumed");
+    e.end_run(&me(), &sid, &run, finished()).await.unwrap();
+    assert_valid(&e, &sid).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hitl_members_must_fold_to_the_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let sid = session(&e).await;
+    let run = running(&e, &sid).await;
+    let (iid, _) = e
+        .request_interrupt(
+            &me(),
+            &sid,
+            Interrupt {
+                scope: InterruptScope::Run(run.clone()),
+                kind: "approval".into(),
+                actions: vec!["approve".into(), "deny".into(), "stop".into()],
+                input: Some(json!({"members": [{"requestId": "a"}, {"requestId": "b"}]})),
+                expires_at: None,
+            },
+        )
+        .await
+        .unwrap();
+    let members = json!([
+        {"requestId": "a", "decision": "approve"},
+        {"requestId": "b", "decision": "deny"}
+    ]);
+    let resolve = |decision: &str| Resolve {
+        interrupt_id: iid.clone(),
+        decision: decision.into(),
+        reason: None,
+        expected_revision: None,
+        members: Some(members.clone()),
+    };
+    // approve + deny folds to deny, not approve.
+    refused(&e, &sid, "members_fold_mismatch", async {
+        e.resolve_interrupt(&me(), resolve("approve"))
+            .await
+            .map(|_| ())
+    })
+    .await;
+    e.resolve_interrupt(&me(), resolve("deny")).await.unwrap();
+    assert_valid(&e, &sid).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_run_records_its_executor_binding_explicitly() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let sid = session(&e).await;
+    let Started::Running(root) = e
+        .start_run(
+            &me(),
+            &sid,
+            StartRun {
+                client_executor_id: Some("desktop-1".into()),
+                ..StartRun::default()
+            },
+        )
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    let Started::Running(child) = e
+        .start_run(
+            &me(),
+            &sid,
+            StartRun {
+                parent_run_id: Some(root.clone()),
+                ..StartRun::default()
+            },
+        )
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    let evs: Vec<serde_json::Value> = journal(&e, &sid)
+        .await
+        .iter()
+        .map(|b| serde_json::from_slice(b).unwrap())
+        .collect();
+    assert_eq!(evs[1]["runId"], child.as_str());
+    assert_eq!(evs[1]["parentRunId"], root.as_str());
+    assert_eq!(evs[1]["rootRunId"], root.as_str());
+    assert_eq!(evs[1]["sequence"], 2);
+    assert_eq!(evs[1]["clientExecutorId"], "desktop-1");
 }

@@ -127,6 +127,7 @@ async fn drive(e: Engine<RedbStore>, cmds: Vec<Cmd>) -> (String, usize, usize) {
                             kind: "approval".into(),
                             actions: vec!["approve".into(), "deny".into()],
                             input: None,
+                            expires_at: None,
                         },
                     )
                     .await

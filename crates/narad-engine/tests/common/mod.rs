@@ -26,6 +26,21 @@ pub async fn engine(dir: &Path) -> Engine<RedbStore> {
     )
 }
 
+/// An engine whose clock the test moves.
+pub async fn engine_with_clock(dir: &Path) -> (Engine<RedbStore>, Arc<ManualClock>) {
+    let store = RedbStore::open(dir.join("engine.redb")).await.unwrap();
+    let clock = Arc::new(ManualClock::at_unix(1_780_000_000));
+    // Random ids: a restarted engine must not reuse an earlier one's ids.
+    let e = Engine::with_host(
+        store,
+        clock.clone(),
+        Arc::new(narad_engine::RandomIds),
+        Arc::new(AllowAll),
+        EngineConfig::default(),
+    );
+    (e, clock)
+}
+
 pub async fn session<S: Store + 'static>(e: &Engine<S>) -> String {
     e.create_session(&me(), NewSession::default())
         .await

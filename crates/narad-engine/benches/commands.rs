@@ -1,0 +1,117 @@
+//! Commands/s through the engine (durable appends) beside the store's raw
+//! append rate measured in the same run, for 1 and 64 concurrent sessions,
+//! and the cold-hydrate time of a 100,000-event session. On redb.
+//! `NARAD_BENCH_QUICK=1` shortens it. Figures only; nothing is asserted.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench code
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use narad_engine::{Engine, NewSession, Principal};
+use narad_store::{bench, Batch, Store, StoredEvent};
+use narad_store_redb::RedbStore;
+use serde_json::json;
+
+async fn commands(e: &Engine<RedbStore>, sessions: usize, per: usize) -> f64 {
+    let me = Principal::new("bench");
+    let mut sids = Vec::new();
+    for _ in 0..sessions {
+        sids.push(e.create_session(&me, NewSession::default()).await.unwrap());
+    }
+    let t = Instant::now();
+    let tasks: Vec<_> = sids
+        .into_iter()
+        .map(|sid| {
+            let e = e.clone();
+            let me = me.clone();
+            tokio::spawn(async move {
+                for i in 0..per {
+                    e.message(&me, &sid, json!(format!("message {i}")))
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    (sessions * per) as f64 / t.elapsed().as_secs_f64()
+}
+
+fn message_event(sid: &str, seq: u64) -> StoredEvent {
+    let bytes = serde_json::to_vec(&json!({
+        "type": "message.user.recorded", "protocolVersion": "narad/v1",
+        "eventId": format!("evt-{seq}"), "timestamp": "2026-08-05T00:00:00.000Z",
+        "sessionId": sid, "sessionSequence": seq, "messageId": format!("m{seq}"),
+        "messageScope": "session", "content": format!("message number {seq}")
+    }))
+    .unwrap();
+    StoredEvent::from_stored_bytes(&bytes).unwrap()
+}
+
+fn main() {
+    let quick = std::env::var_os("NARAD_BENCH_QUICK").is_some();
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let store = Arc::new(RedbStore::open(dir.path().join("raw.redb")).await.unwrap());
+        let k = if quick { 1 } else { 4 };
+        let raw1 = bench::appends(Arc::clone(&store), 1, 1, 100 * k, "raw1").await;
+        let raw64 = bench::appends(Arc::clone(&store), 64, 1, 5 * k, "raw64").await;
+        store.close().await.unwrap();
+
+        let e = Engine::new(RedbStore::open(dir.path().join("engine.redb")).await.unwrap());
+        let c1 = commands(&e, 1, 100 * k as usize).await;
+        let c64 = commands(&e, 64, 5 * k as usize).await;
+        println!(
+            "engine  1 session:   {c1:>8.0} commands/s  store raw {:>8.0} appends/s  ratio {:.2}",
+            raw1.appends_per_s,
+            c1 / raw1.appends_per_s
+        );
+        println!(
+            "engine  64 sessions: {c64:>8.0} commands/s  store raw {:>8.0} appends/s  ratio {:.2}",
+            raw64.appends_per_s,
+            c64 / raw64.appends_per_s
+        );
+
+        // Cold hydrate: a session of N events written straight to the store
+        // in batches, then a fresh engine's first command on it.
+        let n: u64 = if quick { 10_000 } else { 100_000 };
+        let me = Principal::new("bench");
+        let sid = e.create_session(&me, NewSession::default()).await.unwrap();
+        let mut head = 0;
+        while head < n {
+            let evs: Vec<_> = (head + 1..=(head + 1000).min(n))
+                .map(|q| message_event(&sid, q))
+                .collect();
+            let done = e
+                .store()
+                .append(Batch {
+                    session_id: sid.clone(),
+                    expected_head: head,
+                    events: evs,
+                    ..Batch::default()
+                })
+                .await
+                .unwrap();
+            head = done.head;
+        }
+        e.store().close().await.unwrap();
+        drop(e);
+        let cold = Engine::new(RedbStore::open(dir.path().join("engine.redb")).await.unwrap());
+        let t = Instant::now();
+        let caps = cold.capabilities(&me, &sid).await.unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        assert_eq!(caps.session_sequence, n);
+        println!(
+            "engine  cold hydrate of a {n}-event session, full replay: {:.2} s ({:.0} events/s); from a store snapshot: not implemented yet",
+            secs,
+            n as f64 / secs
+        );
+    });
+}
