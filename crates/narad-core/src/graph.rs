@@ -42,7 +42,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::model::{
@@ -87,7 +87,7 @@ impl GraphError {
 }
 
 /// Node kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NodeKind {
     /// A run (root or nested).
@@ -99,7 +99,7 @@ pub enum NodeKind {
 }
 
 /// One graph node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Node {
     /// Stable id (`run:…`, `tool:…`, `interrupt:…`).
@@ -117,7 +117,7 @@ pub struct Node {
 }
 
 /// Edge kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EdgeKind {
     /// Parent run → nested run.
@@ -139,7 +139,7 @@ impl EdgeKind {
 }
 
 /// One graph edge.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Edge {
     /// Stable id `{kind}:{from}->{to}`.
     pub id: String,
@@ -151,7 +151,7 @@ pub struct Edge {
     pub to: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 enum Change {
     Node(Node),
     Edge(Edge),
@@ -163,7 +163,8 @@ enum Change {
 pub(crate) struct Prepared(Option<(u64, Vec<Change>)>);
 
 /// The derived graph of one run tree, with its revision and source cursor.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// (Serde form: the checker's snapshot only; the wire form is [`RunGraph::body`].)
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunGraph {
     root_run_id: String,
     nodes: Vec<Node>,

@@ -2,6 +2,7 @@
 //! loop, optimistic-concurrency retry, and the bounded session cache.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -29,6 +30,10 @@ pub struct EngineConfig {
     pub max_retries: usize,
     /// The largest history page a read returns.
     pub history_limit: usize,
+    /// Write a reducer snapshot (in the same batch) once this many events
+    /// were appended since the last one; cold sessions then hydrate from it
+    /// plus the tail. `0` turns automatic snapshots off.
+    pub snapshot_every: u64,
 }
 
 impl Default for EngineConfig {
@@ -37,6 +42,7 @@ impl Default for EngineConfig {
             cached_sessions: 1024,
             max_retries: 16,
             history_limit: 1000,
+            snapshot_every: 10_000,
         }
     }
 }
@@ -194,6 +200,24 @@ pub struct Capabilities {
 
 type Cell = Arc<tokio::sync::Mutex<Option<Journal>>>;
 
+/// Counters of what the engine did, for tests and operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EngineStats {
+    /// Sessions rebuilt from the store.
+    pub hydrations: u64,
+    /// Of those, how many started from a reducer snapshot.
+    pub from_snapshot: u64,
+    /// Commands re-checked after another writer moved the head.
+    pub retries: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    hydrations: AtomicU64,
+    from_snapshot: AtomicU64,
+    retries: AtomicU64,
+}
+
 struct Inner<S> {
     store: Arc<S>,
     clock: Arc<dyn Clock>,
@@ -201,6 +225,7 @@ struct Inner<S> {
     auth: Arc<dyn Authorizer>,
     config: EngineConfig,
     cells: Mutex<HashMap<String, Cell>>,
+    counters: Counters,
 }
 
 /// The embedded Narad host over a [`Store`]. Cheap to clone.
@@ -296,6 +321,7 @@ impl<S: Store + 'static> Engine<S> {
                 auth,
                 config,
                 cells: Mutex::new(HashMap::new()),
+                counters: Counters::default(),
             }),
         }
     }
@@ -347,6 +373,27 @@ impl<S: Store + 'static> Engine<S> {
         let c: Cell = Arc::new(tokio::sync::Mutex::new(None));
         cells.insert(session_id.to_owned(), Arc::clone(&c));
         c
+    }
+
+    async fn hydrate(&self, session_id: &str) -> Result<Journal, EngineError> {
+        let meta = self.meta(session_id).await?;
+        let j = Journal::hydrate(&*self.inner.store, session_id, meta).await?;
+        let c = &self.inner.counters;
+        c.hydrations.fetch_add(1, Ordering::Relaxed);
+        if j.from_snapshot {
+            c.from_snapshot.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(j)
+    }
+
+    /// What the engine did so far.
+    pub fn stats(&self) -> EngineStats {
+        let c = &self.inner.counters;
+        EngineStats {
+            hydrations: c.hydrations.load(Ordering::Relaxed),
+            from_snapshot: c.from_snapshot.load(Ordering::Relaxed),
+            retries: c.retries.load(Ordering::Relaxed),
+        }
     }
 
     /// How many sessions are hydrated in memory now.
@@ -467,8 +514,7 @@ impl<S: Store + 'static> Engine<S> {
         let mut slot = cell.lock().await;
         for _ in 0..=self.inner.config.max_retries {
             if slot.is_none() {
-                let meta = self.meta(session_id).await?;
-                *slot = Some(Journal::hydrate(&*self.inner.store, session_id, meta).await?);
+                *slot = Some(self.hydrate(session_id).await?);
             }
             let Some(j) = slot.as_mut() else {
                 continue;
@@ -502,6 +548,18 @@ impl<S: Store + 'static> Engine<S> {
                     return Err(e);
                 }
             };
+            let mut side = side;
+            let new_head = j.head + events.len() as u64;
+            let every = self.inner.config.snapshot_every;
+            let snapshot = every > 0 && new_head - j.snapshot_head >= every;
+            if snapshot {
+                side.push(SideWrite {
+                    space: SideSpace::Snapshot,
+                    key: session_id.to_owned(),
+                    expect: Expect::Any,
+                    value: Some(Bytes::from(j.encode_snapshot(new_head))),
+                });
+            }
             let batch = Batch {
                 session_id: session_id.to_owned(),
                 expected_head: j.head,
@@ -512,11 +570,15 @@ impl<S: Store + 'static> Engine<S> {
             match self.inner.store.append(batch).await {
                 Ok(done) => {
                     j.head = done.head;
+                    if snapshot {
+                        j.snapshot_head = done.head;
+                    }
                     return Ok((out, events));
                 }
                 Err(StoreError::HeadConflict { .. }) => {
                     // Another engine wrote first: reload and re-check.
                     *slot = None;
+                    self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(e) => {
                     *slot = None;
@@ -1059,6 +1121,45 @@ impl<S: Store + 'static> Engine<S> {
             after,
             self.inner.config.history_limit,
         ))
+    }
+
+    /// Writes a reducer snapshot of the session at its head now (guarded by
+    /// the head, so it never describes a journal it is not beside).
+    pub async fn write_snapshot(
+        &self,
+        p: &Principal,
+        session_id: &str,
+    ) -> Result<u64, EngineError> {
+        self.authorize(p, Action::Read { session_id })?;
+        let cell = self.cell(session_id);
+        let mut slot = cell.lock().await;
+        if slot.is_none() {
+            *slot = Some(self.hydrate(session_id).await?);
+        }
+        let Some(j) = slot.as_mut() else {
+            return Err(EngineError::UnknownSession);
+        };
+        let batch = Batch {
+            session_id: session_id.to_owned(),
+            expected_head: j.head,
+            side: vec![SideWrite {
+                space: SideSpace::Snapshot,
+                key: session_id.to_owned(),
+                expect: Expect::Any,
+                value: Some(Bytes::from(j.encode_snapshot(j.head))),
+            }],
+            ..Batch::default()
+        };
+        match self.inner.store.append(batch).await {
+            Ok(_) => {
+                j.snapshot_head = j.head;
+                Ok(j.head)
+            }
+            Err(e) => {
+                *slot = None;
+                Err(e.into())
+            }
+        }
     }
 
     /// The §10.4 capability record of a session.

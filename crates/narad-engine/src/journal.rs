@@ -93,6 +93,10 @@ pub(crate) struct Journal {
     pub queue: VecDeque<StartRun>,
     /// `expiresAt` of interrupts requested in this journal, by id.
     pub expiries: BTreeMap<String, std::time::SystemTime>,
+    /// The head of the newest stored snapshot (0: none).
+    pub snapshot_head: u64,
+    /// Whether this hydration started from a snapshot.
+    pub from_snapshot: bool,
 }
 
 impl Journal {
@@ -109,16 +113,62 @@ impl Journal {
             head: 0,
             queue: VecDeque::new(),
             expiries: BTreeMap::new(),
+            snapshot_head: 0,
+            from_snapshot: false,
         }
     }
 
-    /// Replays the stored journal into a fresh checker.
+    /// The snapshot side record: `head` (8 bytes, big-endian), the length
+    /// of the expiries JSON (4 bytes), the expiries, the checker snapshot.
+    pub fn encode_snapshot(&self, head: u64) -> Vec<u8> {
+        let expiries: BTreeMap<&str, String> = self
+            .expiries
+            .iter()
+            .map(|(k, t)| (k.as_str(), crate::host::timestamp(*t)))
+            .collect();
+        let exp = serde_json::to_vec(&expiries).unwrap_or_default();
+        let mut out = Vec::new();
+        out.extend_from_slice(&head.to_be_bytes());
+        out.extend_from_slice(&(exp.len() as u32).to_be_bytes());
+        out.extend_from_slice(&exp);
+        out.extend_from_slice(&self.checker.snapshot());
+        out
+    }
+
+    /// Restores from a snapshot record; `None` if it is unusable (the
+    /// caller then replays from the start).
+    fn from_snapshot(session_id: &str, meta: Meta, bytes: &[u8]) -> Option<Self> {
+        let head = u64::from_be_bytes(bytes.get(..8)?.try_into().ok()?);
+        let n = u32::from_be_bytes(bytes.get(8..12)?.try_into().ok()?) as usize;
+        let exp: BTreeMap<String, String> = serde_json::from_slice(bytes.get(12..12 + n)?).ok()?;
+        let mut j = Self::new(session_id, meta);
+        j.checker = Checker::restore(j.validator, bytes.get(12 + n..)?)?;
+        if j.checker.session_head(session_id) != Some(head) {
+            return None;
+        }
+        j.head = head;
+        j.snapshot_head = head;
+        j.from_snapshot = true;
+        j.expiries = exp
+            .into_iter()
+            .filter_map(|(k, t)| Some((k, humantime::parse_rfc3339(&t).ok()?)))
+            .collect();
+        Some(j)
+    }
+
+    /// Rebuilds the session: from its newest snapshot when there is a
+    /// usable one, then the journal's tail; else the whole journal.
     pub async fn hydrate<S: Store + ?Sized>(
         store: &S,
         session_id: &str,
         meta: Meta,
     ) -> Result<Self, EngineError> {
-        let mut j = Self::new(session_id, meta);
+        let snap = store
+            .side(narad_store::SideSpace::Snapshot, session_id)
+            .await?;
+        let mut j = snap
+            .and_then(|b| Self::from_snapshot(session_id, meta.clone(), &b))
+            .unwrap_or_else(|| Self::new(session_id, meta));
         loop {
             let page = store.read_session(session_id, j.head, 1024).await?;
             for ev in &page.events {

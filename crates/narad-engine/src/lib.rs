@@ -25,8 +25,8 @@ mod journal;
 mod subscribe;
 
 pub use engine::{
-    Capabilities, Engine, EngineConfig, EventScope, Interrupt, InterruptScope, NewSession, Resolve,
-    StartRun, Started, StopTarget, Terminal, ToolOutcome,
+    Capabilities, Engine, EngineConfig, EngineStats, EventScope, Interrupt, InterruptScope,
+    NewSession, Resolve, StartRun, Started, StopTarget, Terminal, ToolOutcome,
 };
 pub use error::EngineError;
 pub use host::{

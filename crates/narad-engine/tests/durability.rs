@@ -133,6 +133,9 @@ async fn two_engines_over_one_sqlite_file_stay_correct() {
         "session_slot_busy"
     );
     a.end_run(&me(), &sid, &run, finished()).await.unwrap();
+    // `a` held the session at head 1 when `b` appended at 2: at least its
+    // first command went through conflict → reload → re-check.
+    assert!(a.stats().retries >= 1, "{:?}", a.stats());
     let c = assert_valid(&b, &sid).await;
     assert_eq!(c.session_head(&sid), Some(1 + 1 + 80 + 1));
 }
@@ -208,4 +211,115 @@ async fn the_session_cache_is_bounded_and_cold_sessions_rehydrate() {
     }
     assert!(e.cached_sessions() <= 4);
     let _ = e.store().head(&runs[0].0).await.unwrap();
+}
+
+fn engine_at(
+    store: narad_store_redb::RedbStore,
+    secs: u64,
+    snapshot_every: u64,
+) -> (Engine<narad_store_redb::RedbStore>, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::at_unix(secs));
+    let e = Engine::with_host(
+        store,
+        clock.clone(),
+        Arc::new(RandomIds),
+        Arc::new(AllowAll),
+        EngineConfig {
+            snapshot_every,
+            ..EngineConfig::default()
+        },
+    );
+    (e, clock)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_session_hydrates_from_its_snapshot_plus_the_tail() {
+    use narad_engine::{Clock, Interrupt, InterruptScope};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snap.redb");
+    let (sid, run) = {
+        let (e, clock) = engine_at(
+            narad_store_redb::RedbStore::open(&path).await.unwrap(),
+            1_780_000_000,
+            5,
+        );
+        let sid = session(&e).await;
+        let Started::Running(run) = e.start_run(&me(), &sid, StartRun::default()).await.unwrap()
+        else {
+            panic!()
+        };
+        e.request_interrupt(
+            &me(),
+            &sid,
+            Interrupt {
+                scope: InterruptScope::Run(run.clone()),
+                kind: "approval".into(),
+                actions: vec!["approve".into()],
+                input: None,
+                expires_at: Some(clock.now() + std::time::Duration::from_secs(10)),
+            },
+        )
+        .await
+        .unwrap();
+        for i in 0..9 {
+            e.message(&me(), &sid, json!(format!("m{i}")))
+                .await
+                .unwrap();
+        }
+        e.store().close().await.unwrap();
+        (sid, run)
+    };
+    // 12 events; the snapshot was written with the batch that reached 5 and
+    // again at 10, so the tail is 2 events.
+    let store = narad_store_redb::RedbStore::open(&path).await.unwrap();
+    let snap = store
+        .side(narad_store::SideSpace::Snapshot, &sid)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(u64::from_be_bytes(snap[..8].try_into().unwrap()), 10);
+    let (e, clock) = engine_at(store, 1_780_000_000, 5);
+    let from_snapshot = e.state_json(&me(), &sid).await.unwrap();
+    assert_eq!(e.stats().from_snapshot, 1);
+    // Exactly the state a full replay gives.
+    let replayed = assert_valid(&e, &sid).await.state_json(&sid).unwrap();
+    assert_eq!(from_snapshot, replayed);
+    // The expiry requested before the snapshot survived in it.
+    clock.advance(std::time::Duration::from_secs(11));
+    assert_eq!(e.expire_due(&me()).await.unwrap().len(), 1);
+    e.end_run(&me(), &sid, &run, finished()).await.unwrap();
+    assert_valid(&e, &sid).await;
+
+    // A damaged snapshot is not trusted: the session replays from the start.
+    e.store().close().await.unwrap();
+    drop(e);
+    let store = narad_store_redb::RedbStore::open(&path).await.unwrap();
+    store
+        .append(narad_store::Batch {
+            session_id: sid.clone(),
+            expected_head: store.head(&sid).await.unwrap(),
+            side: vec![narad_store::SideWrite {
+                space: narad_store::SideSpace::Snapshot,
+                key: sid.clone(),
+                expect: narad_store::Expect::Any,
+                value: Some(bytes::Bytes::from_static(b"\0\0\0\0\0\0\0\x03garbage")),
+            }],
+            ..narad_store::Batch::default()
+        })
+        .await
+        .unwrap();
+    let (e, _) = engine_at(store, 1_780_000_100, 0);
+    let again = e.state_json(&me(), &sid).await.unwrap();
+    assert_eq!(
+        e.stats(),
+        narad_engine::EngineStats {
+            hydrations: 1,
+            from_snapshot: 0,
+            retries: 0
+        }
+    );
+    assert_eq!(
+        again,
+        assert_valid(&e, &sid).await.state_json(&sid).unwrap()
+    );
 }

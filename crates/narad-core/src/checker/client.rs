@@ -5,12 +5,12 @@
 
 use super::{fail, R};
 use crate::model::{ControlPayload, Outcome};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// A client tool call as its `tool.call.started` recorded it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ClientCall {
     executor: String,
@@ -20,7 +20,7 @@ struct ClientCall {
     closed: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Token {
     executor: String,
@@ -31,7 +31,7 @@ struct Token {
 }
 
 /// Leases, calls and tokens seen in one stream.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClientLedger {
     /// Whether any control message was seen (the rules apply only then).

@@ -5,12 +5,12 @@
 
 use super::{fail, R};
 use crate::model::{AuthorityEnvelope, AuthorityPayload, Role, Scope};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// One transcript message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     /// Message identity.
@@ -31,16 +31,25 @@ pub struct Message {
     pub completed: bool,
     /// Display replacement after `message.redacted` (`Some(None)`: hidden).
     /// The operational content above is never altered (§9.4).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub redacted: Option<Option<String>>,
     /// Admitted attachments.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachment_ids: Vec<String>,
+}
+
+/// A present field is `Some`, even when it is `null` (`Some(None)`).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
 }
 
 /// One reasoning stream, kept even when the final text lands on a later
 /// assistant message id (§9.2).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Reasoning {
     /// Reasoning identity.
@@ -55,7 +64,7 @@ pub struct Reasoning {
 }
 
 /// The transcript of one session.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Transcript {
     /// Messages in authority order.
     pub messages: Vec<Message>,
@@ -65,6 +74,24 @@ pub struct Transcript {
     index: BTreeMap<String, usize>,
     #[serde(skip)]
     reasoning_index: BTreeMap<String, usize>,
+}
+
+impl Transcript {
+    /// Rebuilds the id indexes after a restore (they are not serialized).
+    pub(crate) fn reindex(&mut self) {
+        self.index = self
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.message_id.clone(), i))
+            .collect();
+        self.reasoning_index = self
+            .reasoning
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.reasoning_id.clone(), i))
+            .collect();
+    }
 }
 
 fn scope_name(s: Scope) -> &'static str {

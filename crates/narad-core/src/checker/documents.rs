@@ -4,12 +4,12 @@
 
 use super::{fail, R};
 use crate::model::{AuthorityEnvelope, AuthorityPayload, Scope, ViewOperation};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// One JSON document at a revision.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Document {
     /// Current revision.
     pub revision: u64,
@@ -18,7 +18,7 @@ pub struct Document {
 }
 
 /// Lifecycle of an attachment or artifact.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Lifecycle {
     /// Added, not yet ready.
@@ -32,7 +32,7 @@ pub enum Lifecycle {
 }
 
 /// Documents, views, attachments and artifacts of one session.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Documents {
     /// `state:<scope-key>` and `ui:<scope-key>` documents.
     pub documents: BTreeMap<String, Document>,

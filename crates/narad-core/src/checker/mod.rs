@@ -27,7 +27,7 @@ use crate::model::{
 };
 use crate::record::{Parsed, Record};
 use crate::validate::Validator;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -58,7 +58,7 @@ pub enum Applied {
 }
 
 /// The lifecycle state of a run (§6.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunState {
     /// Running.
@@ -81,7 +81,7 @@ impl RunState {
 }
 
 /// A run as reduced so far (read-only view for hosts).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Run {
     /// `rootRunId` of its run tree.
@@ -107,7 +107,7 @@ pub struct Run {
 }
 
 /// An open interrupt.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenInterrupt {
     /// `interruptId`.
@@ -118,14 +118,14 @@ pub struct OpenInterrupt {
     pub actions: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 enum ToolState {
     Open,
     Finished,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Tool {
     run: String,
@@ -133,7 +133,7 @@ struct Tool {
 }
 
 /// A workflow as reduced so far (read-only view for hosts).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Workflow {
     /// Finished, errored or cancelled.
@@ -149,7 +149,7 @@ pub struct Workflow {
 }
 
 /// An interrupt whose matching pause must be the very next event of its journal.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 enum Adjacency {
     Run {
@@ -165,7 +165,7 @@ enum Adjacency {
     },
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct GraphScope {
     revision: u64,
@@ -176,7 +176,7 @@ struct GraphScope {
     emitted: Option<serde_json::Value>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Session {
     head: u64,
@@ -205,7 +205,7 @@ struct Session {
 }
 
 /// The session's top-level execution slot (§3.1).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Slot {
     /// An independent top-level run.
@@ -239,6 +239,9 @@ pub struct Checker {
     index: usize,
     canonical_graphs: bool,
 }
+
+/// Version of the [`Checker::snapshot`] layout.
+const SNAPSHOT_FORMAT: u32 = 1;
 
 pub(crate) type R<T = ()> = Result<T, (&'static str, &'static str, String)>;
 
@@ -383,6 +386,91 @@ impl Checker {
     /// The session's state/UI documents, views, attachments and artifacts.
     pub fn documents(&self, session_id: &str) -> Option<&Documents> {
         self.sessions.get(session_id).map(|s| &s.documents)
+    }
+
+    /// The checker's whole state as bytes (everything but its validator and
+    /// the canonical-graph setting), for a host to store beside the journal
+    /// and [`Checker::restore`] later instead of replaying it all. Not a
+    /// wire format: it is versioned and may change between releases.
+    pub fn snapshot(&self) -> Vec<u8> {
+        #[derive(Serialize)]
+        struct FullRef<'a> {
+            state: &'a Session,
+            seen: &'a BTreeMap<String, u64>,
+            derived: &'a BTreeMap<String, RunGraph>,
+        }
+        #[derive(Serialize)]
+        struct SnapRef<'a> {
+            format: u32,
+            sessions: BTreeMap<&'a str, FullRef<'a>>,
+            workspaces: &'a BTreeMap<String, (BTreeMap<String, u64>, u64)>,
+            client: &'a ClientLedger,
+            index: usize,
+        }
+        let snap = SnapRef {
+            format: SNAPSHOT_FORMAT,
+            sessions: self
+                .sessions
+                .iter()
+                .map(|(k, s)| {
+                    (
+                        k.as_str(),
+                        FullRef {
+                            state: s,
+                            seen: &s.seen,
+                            derived: &s.derived,
+                        },
+                    )
+                })
+                .collect(),
+            workspaces: &self.workspaces,
+            client: &self.client,
+            index: self.index,
+        };
+        serde_json::to_vec(&snap).unwrap_or_default()
+    }
+
+    /// A checker restored from [`Checker::snapshot`] bytes, parsing with
+    /// `validator`. `None` when the bytes are not a snapshot of this format
+    /// (the host then replays the journal instead).
+    pub fn restore(validator: Validator, bytes: &[u8]) -> Option<Self> {
+        #[derive(Deserialize)]
+        struct Full {
+            state: Session,
+            seen: BTreeMap<String, u64>,
+            derived: BTreeMap<String, RunGraph>,
+        }
+        #[derive(Deserialize)]
+        struct Snap {
+            format: u32,
+            sessions: BTreeMap<String, Full>,
+            workspaces: BTreeMap<String, (BTreeMap<String, u64>, u64)>,
+            client: ClientLedger,
+            index: usize,
+        }
+        let snap: Snap = serde_json::from_slice(bytes).ok()?;
+        if snap.format != SNAPSHOT_FORMAT {
+            return None;
+        }
+        let sessions = snap
+            .sessions
+            .into_iter()
+            .map(|(k, f)| {
+                let mut s = f.state;
+                s.seen = f.seen;
+                s.derived = f.derived;
+                s.transcript.reindex();
+                (k, s)
+            })
+            .collect();
+        Some(Self {
+            validator,
+            sessions,
+            workspaces: snap.workspaces,
+            client: snap.client,
+            index: snap.index,
+            canonical_graphs: false,
+        })
     }
 
     /// Parses, validates and applies one record.
