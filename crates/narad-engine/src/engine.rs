@@ -1162,6 +1162,171 @@ impl<S: Store + 'static> Engine<S> {
         }
     }
 
+    /// Hydrate records of the session at its head: a `messages.snapshot`
+    /// of the primary transcript if the conversation profile is active, a
+    /// `graph.snapshot` of each run tree if the graph profile is. Send them
+    /// on attach and whenever a client reports a revision gap.
+    pub async fn hydrate_records(
+        &self,
+        p: &Principal,
+        session_id: &str,
+    ) -> Result<(u64, Vec<Bytes>), EngineError> {
+        self.authorize(p, Action::Read { session_id })?;
+        let ts = timestamp(self.inner.clock.now());
+        let snapshot_id = self.inner.ids.next_id("snapshot");
+        let (out, _) = self
+            .command(p, session_id, |j| {
+                let s = &j.session_id;
+                let mut records = Vec::new();
+                if j.meta.profiles.contains(narad_core::Profile::Conversation) {
+                    let messages: Vec<Value> = j
+                        .checker
+                        .primary_transcript(s)
+                        .into_iter()
+                        .filter_map(|m| {
+                            let content = match &m.redacted {
+                                None => m.content.clone(),
+                                Some(Some(shown)) => shown.clone(),
+                                Some(None) => return None,
+                            };
+                            Some(json!({"messageId": m.message_id, "role": m.role, "content": content}))
+                        })
+                        .collect();
+                    records.push(json!({
+                        "type": "messages.snapshot", "protocolVersion": narad_core::PROTOCOL_VERSION,
+                        "timestamp": ts, "snapshotId": snapshot_id, "sessionId": s,
+                        "coversThroughSessionSequence": j.head, "messages": messages
+                    }));
+                }
+                if j.meta.profiles.contains(narad_core::Profile::Graph) {
+                    for (_, run) in j.checker.runs(s).filter(|(id, r)| **id == r.root) {
+                        if let Some(g) = j.checker.graph(s, &run.root) {
+                            if g.revision() > 0 {
+                                let mut rec = g.snapshot_record(s, &ts);
+                                rec["protocolVersion"] = narad_core::PROTOCOL_VERSION.into();
+                                records.push(rec);
+                            }
+                        }
+                    }
+                }
+                let bytes = records
+                    .iter()
+                    .map(|r| serde_json::to_vec(r).map(Bytes::from))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| EngineError::InvalidCommand(e.to_string()))?;
+                Ok(Plan::of(Vec::new(), (j.head, bytes)))
+            })
+            .await?;
+        Ok(out)
+    }
+
+    /// Attach (§10.3): capabilities, hydrate records at the head, and a
+    /// follower from exactly that head.
+    pub async fn attach(
+        &self,
+        p: &Principal,
+        session_id: &str,
+    ) -> Result<Attached<S>, EngineError> {
+        // Subscribe first: commits after the boundary are then announced.
+        let caps = self.capabilities(p, session_id).await?;
+        let (head, hydrate) = self.hydrate_records(p, session_id).await?;
+        let capabilities = Capabilities {
+            session_sequence: head,
+            ..caps
+        };
+        let follow = Follow::new(
+            Arc::clone(&self.inner.store),
+            session_id,
+            head,
+            self.inner.config.history_limit,
+        );
+        Ok(Attached {
+            capabilities,
+            hydrate,
+            follow,
+        })
+    }
+
+    /// The session's watch events (§8) after session position `after`.
+    pub async fn watch(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        after: u64,
+    ) -> Result<crate::watch::WatchFollow<S>, EngineError> {
+        self.authorize(p, Action::Read { session_id })?;
+        self.meta(session_id).await?;
+        Ok(crate::watch::WatchFollow::new(
+            Arc::clone(&self.inner.store),
+            Arc::clone(&self.inner.clock),
+            session_id,
+            after,
+        ))
+    }
+
+    /// Announces a change of a session on its workspace's watch stream:
+    /// `session.updated`, or `session.archived` when `archived`.
+    pub async fn announce_session(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        archived: bool,
+    ) -> Result<u64, EngineError> {
+        let kind = if archived {
+            "session.archived"
+        } else {
+            "session.updated"
+        };
+        self.authorize(
+            p,
+            Action::Write {
+                session_id,
+                event_type: kind,
+            },
+        )?;
+        let ws =
+            self.meta(session_id).await?.workspace_id.ok_or_else(|| {
+                EngineError::InvalidCommand("the session has no workspace".into())
+            })?;
+        let mut revision = None;
+        for _ in 0..=self.inner.config.max_retries {
+            let w = self
+                .workspace_notice(&ws, kind, session_id, revision)
+                .await?;
+            let rev = w.event.revision;
+            let batch = Batch {
+                watch: vec![w],
+                ..Batch::default()
+            };
+            match self.inner.store.append(batch).await {
+                Ok(_) => return Ok(rev),
+                Err(StoreError::RevisionRegression { current }) => revision = Some(current + 1),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(EngineError::Contended)
+    }
+
+    /// A workspace's watch stream after `after` (a revision).
+    pub async fn workspace_watch(
+        &self,
+        p: &Principal,
+        workspace_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<narad_store::WatchPage, EngineError> {
+        self.authorize(p, Action::ReadWorkspace { workspace_id })?;
+        Ok(self
+            .inner
+            .store
+            .read_watch(
+                workspace_id,
+                after,
+                limit.min(self.inner.config.history_limit),
+            )
+            .await?)
+    }
+
     /// The §10.4 capability record of a session.
     pub async fn capabilities(
         &self,
@@ -1200,6 +1365,20 @@ impl<S: Store + 'static> Engine<S> {
             .await?;
         Ok(s)
     }
+}
+
+/// What a client receives on attach (§10.3, §10.4): the capability record,
+/// hydrate records for the active profiles, and a follower from the
+/// boundary the hydrate covers.
+#[derive(Debug)]
+pub struct Attached<S> {
+    /// The §10.4 record.
+    pub capabilities: Capabilities,
+    /// `messages.snapshot` (conversation profile) and one `graph.snapshot`
+    /// per run tree (graph profile), all covering `capabilities.session_sequence`.
+    pub hydrate: Vec<Bytes>,
+    /// Live authority after the boundary, without gap or duplicate.
+    pub follow: Follow<S>,
 }
 
 /// Where an [`Engine::append`]ed event goes.

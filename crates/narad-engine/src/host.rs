@@ -127,6 +127,11 @@ pub enum Action<'a> {
         /// The session.
         session_id: &'a str,
     },
+    /// Read a workspace's watch stream.
+    ReadWorkspace {
+        /// The workspace.
+        workspace_id: &'a str,
+    },
 }
 
 /// The authorization hook, called before every command and read. The

@@ -23,10 +23,11 @@ mod error;
 pub mod host;
 mod journal;
 mod subscribe;
+mod watch;
 
 pub use engine::{
-    Capabilities, Engine, EngineConfig, EngineStats, EventScope, Interrupt, InterruptScope,
-    NewSession, Resolve, StartRun, Started, StopTarget, Terminal, ToolOutcome,
+    Attached, Capabilities, Engine, EngineConfig, EngineStats, EventScope, Interrupt,
+    InterruptScope, NewSession, Resolve, StartRun, Started, StopTarget, Terminal, ToolOutcome,
 };
 pub use error::EngineError;
 pub use host::{
@@ -34,3 +35,4 @@ pub use host::{
     SequentialIds, SystemClock,
 };
 pub use subscribe::Follow;
+pub use watch::WatchFollow;
