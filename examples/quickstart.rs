@@ -1,206 +1,132 @@
-//! Quickstart: build an agent session's journal with the typed wire model,
-//! validate every event as it is made, and print the journal as JSONL.
+//! Quickstart: an agent session driven through the engine on the embedded
+//! default store (a redb file), stopped and reopened mid-way, checked, and
+//! printed as JSONL.
 //!
-//! `cargo run --example quickstart`
-//!
-//! The store and engine crates are not implemented yet (see the open
-//! issues); until they land this example stops at the wire model: it writes
-//! nothing to disk and needs no server.
+//! `cargo run --example quickstart [PATH]` — the store file defaults to a
+//! fresh one in the system's temporary directory. No server is needed.
 
-use narad_core::model::{
-    AuthorityEnvelope, AuthorityEvent, AuthorityPayload, Executor, Outcome, Privacy,
-    ProgressStatus, ResumeMode, Role, Scope,
+use narad_core::checker::Checker;
+use narad_engine::{
+    Engine, EngineError, Interrupt, InterruptScope, NewSession, Principal, Resolve, StartRun,
+    Started, Terminal, ToolOutcome,
 };
-use narad_core::ValidationError;
+use narad_store::Store;
+use narad_store_redb::RedbStore;
 use serde_json::json;
 
-struct Journal {
-    session_id: String,
-    root_run_id: String,
-    events: Vec<AuthorityEvent>,
-}
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), EngineError> {
+    let given = std::env::args().nth(1).map(std::path::PathBuf::from);
+    let temporary = given.is_none();
+    let path = given.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("narad-quickstart-{}.redb", std::process::id()))
+    });
+    let me = Principal::new("quickstart");
 
-impl Journal {
-    fn append(
-        &mut self,
-        run_id: Option<&str>,
-        payload: AuthorityPayload,
-    ) -> Result<&AuthorityEvent, ValidationError> {
-        let n = self.events.len() as u64 + 1;
-        let run_seq = self
-            .events
-            .iter()
-            .filter(|e| e.envelope.run_id.is_some())
-            .count() as u64
-            + 1;
-        let envelope = AuthorityEnvelope {
-            protocol_version: narad_core::PROTOCOL_VERSION.into(),
-            event_id: format!("evt-{n}"),
-            timestamp: format!("2026-08-05T00:00:{:02}Z", n.min(59)),
-            session_id: self.session_id.clone(),
-            session_sequence: n,
-            workflow_id: None,
-            workflow_sequence: None,
-            root_run_id: run_id.map(|_| self.root_run_id.clone()),
-            run_id: run_id.map(str::to_owned),
-            sequence: run_id.map(|_| run_seq),
-            parent_run_id: run_id
-                .filter(|r| *r != self.root_run_id)
-                .map(|_| self.root_run_id.clone()),
-            parent_tool_call_id: None,
-            node_id: None,
-        };
-        self.events.push(AuthorityEvent::new(envelope, payload)?);
-        Ok(&self.events[self.events.len() - 1])
-    }
-}
-
-fn main() -> Result<(), ValidationError> {
-    let mut j = Journal {
-        session_id: "session-quickstart".into(),
-        root_run_id: "run-1".into(),
-        events: Vec::new(),
+    // 1. Open the embedded store and the engine; start a session and a run.
+    let engine = Engine::new(RedbStore::open(&path).await?);
+    let sid = engine.create_session(&me, NewSession::default()).await?;
+    engine
+        .message(&me, &sid, json!("Find the Narad spec"))
+        .await?;
+    let Started::Running(run) = engine.start_run(&me, &sid, StartRun::default()).await? else {
+        return Err(EngineError::InvalidCommand("the slot was busy".into()));
     };
-    let root = Some("run-1");
-    use AuthorityPayload as P;
-    j.append(
-        None,
-        P::MessageUserRecorded {
-            message_id: "msg-user-1".into(),
-            message_scope: Scope::Session,
-            content: "Find the Narad spec".into(),
-            attachment_ids: None,
-        },
-    )?;
-    j.append(
-        root,
-        P::RunStarted {
-            client_executor_id: None,
-        },
-    )?;
-    j.append(
-        root,
-        P::ProgressRecorded {
-            progress_id: "phase-search".into(),
-            category: "phase".into(),
-            label: "Searching".into(),
-            detail: None,
-            status: ProgressStatus::Active,
-            privacy: Privacy::Public,
-        },
-    )?;
-    j.append(
-        root,
-        P::InterruptRequested {
-            interrupt_id: "int-1".into(),
-            wait_id: "wait-1".into(),
-            kind: "approval".into(),
-            actions: vec!["approve".into(), "deny".into()],
-            scope: None,
-            expires_at: None,
-            title: Some("Run web search?".into()),
-            message: None,
-            input: None,
-        },
-    )?;
-    j.append(
-        root,
-        P::RunPaused {
-            wait_id: "wait-1".into(),
-            reason: "interrupt".into(),
-            resume_mode: ResumeMode::Command,
-            interrupt_id: Some("int-1".into()),
-            retry_at: None,
-            message: None,
-        },
-    )?;
-    j.append(
-        root,
-        P::InterruptResolved {
-            interrupt_id: "int-1".into(),
-            wait_id: "wait-1".into(),
-            decision: "approve".into(),
-            reason: None,
-            scope: None,
-            members: None,
-        },
-    )?;
-    j.append(
-        root,
-        P::RunResumed {
-            wait_id: "wait-1".into(),
-        },
-    )?;
-    j.append(
-        root,
-        P::ToolCallStarted {
-            tool_call_id: "tool-1".into(),
-            tool_name: "web.search".into(),
-            executor: Executor::Backend,
-            args: json!({"query": "narad v1"}),
-        },
-    )?;
-    j.append(
-        Some("run-1.1"),
-        P::RunStarted {
-            client_executor_id: None,
-        },
-    )?;
-    j.append(
-        Some("run-1.1"),
-        P::RunFinished {
-            artifact_ids: None,
-            usage: None,
-        },
-    )?;
-    j.append(
-        root,
-        P::ToolCallFinished {
-            tool_call_id: "tool-1".into(),
-            outcome: Outcome::Success,
-            response: json!({"hits": 3}),
-            code: None,
-            message: None,
-        },
-    )?;
-    j.append(
-        root,
-        P::MessageTextStarted {
-            message_id: "msg-asst-1".into(),
-            role: Role::Assistant,
-            message_scope: Scope::Session,
-        },
-    )?;
-    for delta in ["Found ", "three ", "results."] {
-        j.append(
-            None,
-            P::MessageTextDelta {
-                message_id: "msg-asst-1".into(),
-                delta: delta.into(),
-            },
-        )?;
-    }
-    j.append(
-        None,
-        P::MessageTextCompleted {
-            message_id: "msg-asst-1".into(),
-        },
-    )?;
-    j.append(
-        root,
-        P::RunFinished {
-            artifact_ids: None,
-            usage: None,
-        },
-    )?;
+    let tool = engine
+        .start_tool_call(&me, &sid, &run, "search", json!({"query": "narad v1"}))
+        .await?;
 
-    println!(
-        "# journal of {} ({} events, each validated as built)",
-        j.session_id,
-        j.events.len()
+    // 2. The engine refuses what would break the protocol, writing nothing:
+    //    a run cannot finish while its tool call is open.
+    let refused = engine
+        .end_run(
+            &me,
+            &sid,
+            &run,
+            Terminal::Finished {
+                usage: None,
+                artifact_ids: vec![],
+            },
+        )
+        .await;
+    match refused {
+        Err(e) => eprintln!("refused as expected: {} ({e})", e.code()),
+        Ok(()) => {
+            return Err(EngineError::InvalidCommand(
+                "a terminal with open work was accepted".into(),
+            ))
+        }
+    }
+
+    // 3. Stop the process mid-way: close the store, open a new engine on the
+    //    same file, and carry on where the journal left off.
+    engine.store().close().await?;
+    drop(engine);
+    let engine = Engine::new(RedbStore::open(&path).await?);
+    engine
+        .finish_tool_call(
+            &me,
+            &sid,
+            &tool,
+            ToolOutcome::success(json!({"matches": 1})),
+        )
+        .await?;
+    let (interrupt, _) = engine
+        .request_interrupt(
+            &me,
+            &sid,
+            Interrupt {
+                scope: InterruptScope::Run(run.clone()),
+                kind: "approval".into(),
+                actions: vec!["approve".into(), "deny".into()],
+                input: None,
+                expires_at: None,
+            },
+        )
+        .await?;
+    // resolve-interrupt needs only the interrupt id.
+    engine
+        .resolve_interrupt(
+            &me,
+            Resolve {
+                interrupt_id: interrupt,
+                decision: "approve".into(),
+                reason: None,
+                expected_revision: None,
+                members: None,
+            },
+        )
+        .await?;
+    engine
+        .end_run(
+            &me,
+            &sid,
+            &run,
+            Terminal::Finished {
+                usage: Some(json!({"totalTokens": 42})),
+                artifact_ids: vec![],
+            },
+        )
+        .await?;
+
+    // 4. Read the durable journal back, check it, print it as JSONL.
+    let page = engine.store().read_session(&sid, 0, usize::MAX).await?;
+    let mut checker = Checker::default();
+    for ev in &page.events {
+        checker
+            .push_bytes(&ev.bytes)
+            .map_err(|r| EngineError::InvalidCommand(r.to_string()))?;
+        println!("{}", String::from_utf8_lossy(&ev.bytes));
+    }
+    eprintln!(
+        "{} events in {}, accepted by the checker; run is {:?}",
+        page.events.len(),
+        path.display(),
+        checker.run_state(&sid, &run)
     );
-    for e in &j.events {
-        println!("{}", String::from_utf8_lossy(e.wire.bytes()));
+    engine.store().close().await?;
+    if temporary {
+        let _ = std::fs::remove_file(&path);
     }
     Ok(())
 }
