@@ -25,6 +25,12 @@ pub struct EngineConfig {
     /// How many sessions stay hydrated in memory; colder ones are dropped
     /// and rebuilt from the store on their next command.
     pub cached_sessions: usize,
+    /// How long a client lease lives without a heartbeat.
+    pub lease_ttl: std::time::Duration,
+    /// The heartbeat interval negotiated on attach.
+    pub heartbeat_interval: std::time::Duration,
+    /// How long an execution token is valid.
+    pub token_ttl: std::time::Duration,
     /// How often a command is re-checked after another writer moved the
     /// session head before it gives up with `contended`.
     pub max_retries: usize,
@@ -40,6 +46,9 @@ impl Default for EngineConfig {
     fn default() -> Self {
         Self {
             cached_sessions: 1024,
+            lease_ttl: std::time::Duration::from_secs(45),
+            heartbeat_interval: std::time::Duration::from_secs(15),
+            token_ttl: std::time::Duration::from_secs(300),
             max_retries: 16,
             history_limit: 1000,
             snapshot_every: 10_000,
@@ -218,14 +227,15 @@ struct Counters {
     retries: AtomicU64,
 }
 
-struct Inner<S> {
-    store: Arc<S>,
-    clock: Arc<dyn Clock>,
-    ids: Arc<dyn IdSource>,
+pub(crate) struct Inner<S> {
+    pub(crate) store: Arc<S>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) ids: Arc<dyn IdSource>,
     auth: Arc<dyn Authorizer>,
-    config: EngineConfig,
+    pub(crate) config: EngineConfig,
     cells: Mutex<HashMap<String, Cell>>,
     counters: Counters,
+    pub(crate) clients: crate::client::Clients,
 }
 
 /// The embedded Narad host over a [`Store`]. Cheap to clone.
@@ -250,7 +260,7 @@ struct Inner<S> {
 /// # Ok(()) }
 /// ```
 pub struct Engine<S> {
-    inner: Arc<Inner<S>>,
+    pub(crate) inner: Arc<Inner<S>>,
 }
 
 impl<S> Clone for Engine<S> {
@@ -267,7 +277,7 @@ impl<S> std::fmt::Debug for Engine<S> {
     }
 }
 
-fn side(space: SideSpace, key: &str, expect: Expect, value: Vec<u8>) -> SideWrite {
+pub(crate) fn side(space: SideSpace, key: &str, expect: Expect, value: Vec<u8>) -> SideWrite {
     SideWrite {
         space,
         key: key.to_owned(),
@@ -277,14 +287,14 @@ fn side(space: SideSpace, key: &str, expect: Expect, value: Vec<u8>) -> SideWrit
 }
 
 /// The drafts and side writes of one command, and what it returns.
-struct Plan<T> {
-    drafts: Vec<Draft>,
-    side: Vec<SideWrite>,
-    out: T,
+pub(crate) struct Plan<T> {
+    pub(crate) drafts: Vec<Draft>,
+    pub(crate) side: Vec<SideWrite>,
+    pub(crate) out: T,
 }
 
 impl<T> Plan<T> {
-    fn of(drafts: Vec<Draft>, out: T) -> Self {
+    pub(crate) fn of(drafts: Vec<Draft>, out: T) -> Self {
         Self {
             drafts,
             side: Vec::new(),
@@ -322,6 +332,7 @@ impl<S: Store + 'static> Engine<S> {
                 config,
                 cells: Mutex::new(HashMap::new()),
                 counters: Counters::default(),
+                clients: crate::client::Clients::default(),
             }),
         }
     }
@@ -331,7 +342,7 @@ impl<S: Store + 'static> Engine<S> {
         &self.inner.store
     }
 
-    fn authorize(&self, p: &Principal, action: Action<'_>) -> Result<(), EngineError> {
+    pub(crate) fn authorize(&self, p: &Principal, action: Action<'_>) -> Result<(), EngineError> {
         if !self.inner.auth.allows(p, action) {
             return Err(EngineError::NotAuthorized);
         }
@@ -504,7 +515,7 @@ impl<S: Store + 'static> Engine<S> {
     /// The command loop: hydrate if needed, plan from the reduced state,
     /// check every drafted event, append atomically; when another writer
     /// moved the head, reload and plan again.
-    async fn command<T>(
+    pub(crate) async fn command<T>(
         &self,
         p: &Principal,
         session_id: &str,
@@ -521,7 +532,25 @@ impl<S: Store + 'static> Engine<S> {
             };
             let Plan { drafts, side, out } = plan(j)?;
             let Some(first) = drafts.first() else {
-                return Ok((out, Vec::new()));
+                if side.is_empty() {
+                    return Ok((out, Vec::new()));
+                }
+                // Side records only, still guarded by the head the plan saw.
+                let batch = Batch {
+                    session_id: session_id.to_owned(),
+                    expected_head: j.head,
+                    side,
+                    ..Batch::default()
+                };
+                match self.inner.store.append(batch).await {
+                    Ok(_) => return Ok((out, Vec::new())),
+                    Err(StoreError::HeadConflict { .. }) => {
+                        *slot = None;
+                        self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
             };
             self.authorize(
                 p,
@@ -1400,7 +1429,7 @@ fn slot_busy(j: &Journal, start: &StartRun) -> bool {
     }
 }
 
-fn strip_nulls(mut v: Value) -> Value {
+pub(crate) fn strip_nulls(mut v: Value) -> Value {
     if let Value::Object(m) = &mut v {
         m.retain(|_, x| !x.is_null());
     }

@@ -53,6 +53,16 @@ pub enum EngineError {
     /// A command argument is malformed (e.g. not a JSON object).
     #[error("invalid command: {0}")]
     InvalidCommand(String),
+    /// A client-execution control was refused (§11): `lease_invalid`,
+    /// `token_unknown`, `token_mismatch`, `token_expired`,
+    /// `finish_conflict`, `call_closed`, `executor_mismatch`.
+    #[error("{code}: {message}")]
+    Client {
+        /// Stable code.
+        code: &'static str,
+        /// Sanitized message (ids only).
+        message: String,
+    },
     /// Other engines kept winning the session; retry later.
     #[error("session is contended; retry")]
     Contended,
@@ -75,6 +85,7 @@ impl EngineError {
             Self::RevisionConflict { .. } => "revision_conflict",
             Self::ProfileInactive { .. } => "profile_inactive",
             Self::InvalidCommand(_) => "invalid_command",
+            Self::Client { code, .. } => code,
             Self::Contended => "contended",
             Self::Store(e) => e.code(),
         }

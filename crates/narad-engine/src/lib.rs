@@ -18,8 +18,10 @@
 //!
 //! See the example on [`Engine`].
 
+pub mod client;
 mod engine;
 mod error;
+pub mod executor;
 pub mod host;
 mod journal;
 mod subscribe;
