@@ -125,6 +125,21 @@ impl ClientOutbox {
     pub fn try_next(&self) -> Option<Bytes> {
         self.inner.pop()
     }
+
+    /// The next message, typed: the bytes above parsed as the control
+    /// message they are (the engine only queues valid ones).
+    pub async fn next_control(&self) -> Result<(ControlPayload, Bytes), EngineError> {
+        let bytes = self.next().await;
+        match narad_core::Validator::default().parse(&bytes) {
+            Ok(Parsed::Record {
+                record: Record::Control(c),
+                ..
+            }) => Ok((c.payload, bytes)),
+            _ => Err(EngineError::InvalidCommand(
+                "the outbox held a record that is not a control message".into(),
+            )),
+        }
+    }
 }
 
 /// What `client_finish` did.

@@ -81,7 +81,11 @@ async fn the_published_client_tool_trace_is_reproduced_by_the_engine() {
     let (e, _clock) = setup(dir.path()).await;
     let mut stream: Vec<Vec<u8>> = Vec::new();
     let lease1 = e.attach_client(&me(), "desktop-1").await.unwrap();
-    let attached1 = e.client_outbox("desktop-1").try_next().unwrap();
+    let (typed, attached1) = e.client_outbox("desktop-1").next_control().await.unwrap();
+    assert!(matches!(
+        typed,
+        narad_core::model::ControlPayload::ClientAttached { ref lease_id, .. } if *lease_id == lease1
+    ));
     stream.push(attached1.to_vec());
     e.client_heartbeat(&me(), "desktop-1", &lease1)
         .await
@@ -494,5 +498,98 @@ async fn the_executor_library_runs_each_token_once_and_resends_its_finish() {
         e.client_finish(&me(), &again).await.unwrap(),
         Finished::Repeated
     );
+    assert_valid(&e, &sid).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_expiring_while_its_run_waits_for_the_executor_still_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, clock) = setup(dir.path()).await;
+    e.attach_client(&me(), "w").await.unwrap();
+    let sid = session(&e).await;
+    let run = bound_run(&e, &sid, "w").await;
+    let tool = e
+        .start_client_tool_call(&me(), &sid, &run, "t", json!({}))
+        .await
+        .unwrap();
+    clock.advance(Duration::from_secs(50));
+    assert_eq!(
+        e.client_tick(&me()).await.unwrap().paused_runs,
+        vec![run.clone()]
+    );
+    clock.advance(Duration::from_secs(20)); // the token (60 s) is past too
+    assert_eq!(
+        e.client_tick(&me()).await.unwrap().expired_calls,
+        vec![tool]
+    );
+    e.attach_client(&me(), "w").await.unwrap();
+    e.end_run(
+        &me(),
+        &sid,
+        &run,
+        Terminal::Error {
+            code: "client_tool_failed".into(),
+            message: "x".into(),
+        },
+    )
+    .await
+    .unwrap();
+    assert_valid(&e, &sid).await;
+}
+
+/// The engine's authority for the other two published client traces has
+/// their shape, type for type.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_published_delivery_failure_trace_is_reproduced() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, _clock) = setup(dir.path()).await;
+    let sid = session(&e).await;
+    // Bound to an executor that never attached: delivery cannot be accepted.
+    let run = bound_run(&e, &sid, "desktop-missing").await;
+    e.start_client_tool_call(&me(), &sid, &run, "open.file", json!({"path": "README.md"}))
+        .await
+        .unwrap();
+    e.end_run(
+        &me(),
+        &sid,
+        &run,
+        Terminal::Error {
+            code: "client_tool_failed".into(),
+            message: "Client tool execution failed.".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let j = journal(&e, &sid).await;
+    let closed = v(&j[2]);
+    assert_eq!(closed["response"], json!({"code": "client_unavailable"}));
+    assert_eq!(closed["code"], "client_unavailable");
+    if let Some(spec) = narad_conformance::require_spec("client_delivery_failure_reproduced") {
+        for (name, sid_types) in [("client-tool-delivery-failure.jsonl", types(&e, &sid).await)] {
+            let text = std::fs::read_to_string(spec.join("conformance").join(name)).unwrap();
+            let want: Vec<String> = text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| v(l.as_bytes())["type"].as_str().unwrap().to_owned())
+                .collect();
+            assert_eq!(sid_types, want, "{name}");
+        }
+        let text =
+            std::fs::read_to_string(spec.join("conformance/client-tool-stop.jsonl")).unwrap();
+        let want: Vec<String> = text
+            .lines()
+            .map(|l| v(l.as_bytes())["type"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            want,
+            [
+                "run.started",
+                "tool.call.started",
+                "run.stop.requested",
+                "tool.call.finished",
+                "run.cancelled"
+            ]
+        );
+    }
     assert_valid(&e, &sid).await;
 }
