@@ -1,12 +1,15 @@
-//! The `narad` command-line tool.
+//! The `narad` command-line tool: check traces, inspect, export, import,
+//! verify and migrate stores, and run the benchmarks. Store URLs are
+//! `redb:PATH` and `sqlite:PATH` (a bare path means redb).
 //!
-//! Implemented today: `narad validate`. The store commands (sessions, show,
-//! export, import, verify, migrate, bench) arrive with the store and CLI
-//! issues.
+//! Errors are one line on stderr and a non-zero exit, never a panic.
 
+mod bench_cmd;
+mod store_cmds;
 mod validate;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Narad v1 engine tools.
@@ -24,11 +27,142 @@ enum Command {
     /// Prints `FILE: ok (N records)` or `FILE: rejected at line N: CODE: message`.
     /// Exits 0 if every file is accepted, 1 if any is rejected, 2 on usage or IO errors.
     Validate(validate::Args),
+    /// One line per session: id, head sessionSequence, active execution, last event time.
+    Sessions {
+        /// Store URL (`redb:PATH`, `sqlite:PATH`).
+        #[arg(long)]
+        store: String,
+    },
+    /// A session's reduced state: runs as a tree, open work, interrupts, transcript.
+    Show {
+        /// Store URL.
+        #[arg(long)]
+        store: String,
+        /// The session.
+        #[arg(long)]
+        session: String,
+    },
+    /// Authority events as JSONL on stdout, bytes exactly as stored.
+    Export {
+        /// Store URL.
+        #[arg(long)]
+        store: String,
+        /// The session.
+        #[arg(long, conflicts_with = "all")]
+        session: Option<String>,
+        /// Only events after this sessionSequence.
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+        /// Every session, one after another.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Appends JSONL journals through the checker, all-or-nothing per session.
+    Import {
+        /// Store URL.
+        #[arg(long)]
+        store: String,
+        /// JSONL files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Checks every stored journal with the core checker; exit 0 iff all are valid.
+    Verify {
+        /// Store URL.
+        #[arg(long)]
+        store: String,
+    },
+    /// Copies every session between backends, verifying counts and bytes; safe to rerun.
+    Migrate {
+        /// Source store URL.
+        #[arg(long)]
+        from: String,
+        /// Target store URL.
+        #[arg(long)]
+        to: String,
+    },
+    /// Benchmarks against a store: durable appends, replay, engine commands.
+    Bench {
+        /// Which benchmark.
+        #[arg(value_enum)]
+        which: Which,
+        /// Store URL (a scratch store: the benchmark writes to it).
+        #[arg(long)]
+        store: String,
+        /// Print one JSON object of figures.
+        #[arg(long)]
+        json: bool,
+        /// The full-size run (default: a short one).
+        #[arg(long)]
+        full: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Which {
+    /// Durable appends/s and latency through the store trait.
+    Append,
+    /// Parse + validate + reduce every stored journal.
+    Replay,
+    /// Commands/s through the engine, 1 and 64 sessions.
+    Engine,
+}
+
+async fn run(command: Command) -> store_cmds::Outcome {
+    let open =
+        |url: String| async move { narad_stores::open(&url).await.map_err(|e| e.to_string()) };
+    match command {
+        Command::Validate(_) => Ok(0),
+        Command::Sessions { store } => store_cmds::sessions(&open(store).await?).await,
+        Command::Show { store, session } => store_cmds::show(&open(store).await?, &session).await,
+        Command::Export {
+            store,
+            session,
+            after,
+            all,
+        } => store_cmds::export(&open(store).await?, session.as_deref(), after, all).await,
+        Command::Import { store, files } => store_cmds::import(open(store).await?, &files).await,
+        Command::Verify { store } => store_cmds::verify(&open(store).await?).await,
+        Command::Migrate { from, to } => {
+            let (from, to) = (open(from).await?, open(to).await?);
+            store_cmds::migrate(&from, &to).await
+        }
+        Command::Bench {
+            which,
+            store,
+            json,
+            full,
+        } => {
+            let store = open(store).await?;
+            match which {
+                Which::Append => bench_cmd::append(store, full, json).await,
+                Which::Replay => bench_cmd::replay(store, json).await,
+                Which::Engine => bench_cmd::engine(store, full, json).await,
+            }
+        }
+    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        Command::Validate(args) => validate::run(&args),
+    if let Command::Validate(args) = &cli.command {
+        return validate::run(args);
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("narad: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match rt.block_on(run(cli.command)) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("narad: {e}");
+            ExitCode::from(1)
+        }
     }
 }

@@ -1,0 +1,149 @@
+//! # narad-stores
+//!
+//! Opens any store backend from a URL, so tools and examples choose the
+//! backend at run time while the code above stays the same:
+//!
+//! | URL | backend |
+//! |---|---|
+//! | `redb:PATH` | [`narad_store_redb::RedbStore`] (the embedded default) |
+//! | `sqlite:PATH` | [`narad_store_sqlite::SqliteStore`] |
+//!
+//! A bare path (no scheme) means `redb:`.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), narad_store::StoreError> {
+//! use narad_store::Store;
+//! let store = narad_stores::open("sqlite:narad.sqlite").await?;
+//! println!("{} sessions", store.list_sessions(None, usize::MAX).await?.len());
+//! # Ok(()) }
+//! ```
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use narad_store::{
+    Appended, Batch, HistoryQuery, Page, SideSpace, Store, StoreError, Subscription, WatchPage,
+};
+use narad_store_redb::RedbStore;
+use narad_store_sqlite::SqliteStore;
+
+/// Any backend, chosen by URL.
+#[derive(Debug, Clone)]
+pub enum AnyStore {
+    /// redb.
+    Redb(RedbStore),
+    /// SQLite.
+    Sqlite(SqliteStore),
+}
+
+/// What a store URL names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreUrl {
+    /// `redb:PATH`
+    Redb(String),
+    /// `sqlite:PATH`
+    Sqlite(String),
+}
+
+impl StoreUrl {
+    /// Parses `redb:PATH`, `sqlite:PATH` or a bare path (redb).
+    ///
+    /// ```
+    /// use narad_stores::StoreUrl;
+    /// assert_eq!(StoreUrl::parse("sqlite:a.db").unwrap(), StoreUrl::Sqlite("a.db".into()));
+    /// assert_eq!(StoreUrl::parse("x.redb").unwrap(), StoreUrl::Redb("x.redb".into()));
+    /// assert!(StoreUrl::parse("postgres://h/db").is_err());
+    /// ```
+    pub fn parse(url: &str) -> Result<Self, StoreError> {
+        let bad = |why: &str| StoreError::Backend(format!("store URL `{url}`: {why}"));
+        match url.split_once(':') {
+            Some(("redb", p)) if !p.is_empty() => Ok(Self::Redb(p.to_owned())),
+            Some(("sqlite", p)) if !p.is_empty() => Ok(Self::Sqlite(p.to_owned())),
+            Some(("redb" | "sqlite", _)) => Err(bad("the path is empty")),
+            Some((scheme, _)) if !scheme.contains('/') && scheme.len() > 1 => Err(bad(
+                "unsupported scheme (use redb:PATH or sqlite:PATH; postgres:// is not built yet)",
+            )),
+            _ if url.is_empty() => Err(bad("empty")),
+            _ => Ok(Self::Redb(url.to_owned())),
+        }
+    }
+}
+
+/// Opens (or creates) the store a URL names.
+pub async fn open(url: &str) -> Result<AnyStore, StoreError> {
+    Ok(match StoreUrl::parse(url)? {
+        StoreUrl::Redb(p) => AnyStore::Redb(RedbStore::open(p).await?),
+        StoreUrl::Sqlite(p) => AnyStore::Sqlite(SqliteStore::open(p).await?),
+    })
+}
+
+macro_rules! each {
+    ($self:ident, $s:ident => $e:expr) => {
+        match $self {
+            AnyStore::Redb($s) => $e,
+            AnyStore::Sqlite($s) => $e,
+        }
+    };
+}
+
+#[async_trait]
+impl Store for AnyStore {
+    async fn append(&self, batch: Batch) -> Result<Appended, StoreError> {
+        each!(self, s => s.append(batch).await)
+    }
+    async fn head(&self, session_id: &str) -> Result<u64, StoreError> {
+        each!(self, s => s.head(session_id).await)
+    }
+    async fn read_session(
+        &self,
+        session_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Page, StoreError> {
+        each!(self, s => s.read_session(session_id, after, limit).await)
+    }
+    async fn read_run(
+        &self,
+        session_id: &str,
+        root: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Page, StoreError> {
+        each!(self, s => s.read_run(session_id, root, after, limit).await)
+    }
+    async fn read_workflow(
+        &self,
+        session_id: &str,
+        wf: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Page, StoreError> {
+        each!(self, s => s.read_workflow(session_id, wf, after, limit).await)
+    }
+    async fn list_sessions(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        each!(self, s => s.list_sessions(after, limit).await)
+    }
+    async fn side(&self, space: SideSpace, key: &str) -> Result<Option<Bytes>, StoreError> {
+        each!(self, s => s.side(space, key).await)
+    }
+    async fn read_watch(
+        &self,
+        ws: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<WatchPage, StoreError> {
+        each!(self, s => s.read_watch(ws, after, limit).await)
+    }
+    async fn read_history(&self, session_id: &str, q: &HistoryQuery) -> Result<Page, StoreError> {
+        each!(self, s => s.read_history(session_id, q).await)
+    }
+    fn subscribe(&self) -> Subscription {
+        each!(self, s => s.subscribe())
+    }
+    async fn close(&self) -> Result<(), StoreError> {
+        each!(self, s => s.close().await)
+    }
+}
