@@ -478,7 +478,8 @@ impl<S: Store + 'static> Engine<S> {
                             "tool.call.finished",
                             at,
                             json!({"toolCallId": tool_call_id, "outcome": "error",
-                                   "response": {"code": "client_unavailable"}, "code": "client_unavailable"}),
+                                   "response": {"code": "client_unavailable"}, "code": "client_unavailable",
+                                   "message": closure_message("client_unavailable")}),
                         );
                         return Ok(Plan::of(vec![started, closed], false));
                     }
@@ -706,7 +707,8 @@ impl<S: Store + 'static> Engine<S> {
                             "tool.call.finished",
                             j.run_at(run)?,
                             json!({"toolCallId": tool, "outcome": "error",
-                                   "response": {"code": code}, "code": code}),
+                                   "response": {"code": code}, "code": code,
+                                   "message": closure_message(code)}),
                         ));
                         plan.out = true;
                     }
@@ -829,6 +831,16 @@ impl<S: Store + 'static> Engine<S> {
             }
         }
         Ok(report)
+    }
+}
+
+/// The user-safe message of a closure code.
+fn closure_message(code: &str) -> &'static str {
+    match code {
+        "client_unavailable" => "The selected client executor is unavailable.",
+        "client_execution_expired" => "The client did not finish the tool call in time.",
+        "delivery_failed" => "The tool call could not be delivered to the client.",
+        _ => "The tool call was closed.",
     }
 }
 

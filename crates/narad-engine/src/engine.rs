@@ -108,6 +108,8 @@ pub enum Terminal {
         code: String,
         /// User-safe message.
         message: String,
+        /// Token usage so far.
+        usage: Option<Value>,
     },
     /// `run.cancelled`.
     Cancelled {
@@ -115,6 +117,8 @@ pub enum Terminal {
         code: Option<String>,
         /// Optional user-safe message.
         message: Option<String>,
+        /// Token usage so far.
+        usage: Option<Value>,
     },
 }
 
@@ -1570,15 +1574,25 @@ fn terminal_draft(at: At, t: &Terminal) -> Draft {
             }
             Draft::new("run.finished", at, body)
         }
-        Terminal::Error { code, message } => Draft::new(
+        Terminal::Error {
+            code,
+            message,
+            usage,
+        } => Draft::new(
             "run.error",
             at,
-            json!({"code": code, "message": sanitize(message)}),
+            strip_nulls(json!({"code": code, "message": sanitize(message), "usage": usage})),
         ),
-        Terminal::Cancelled { code, message } => Draft::new(
+        Terminal::Cancelled {
+            code,
+            message,
+            usage,
+        } => Draft::new(
             "run.cancelled",
             at,
-            strip_nulls(json!({"code": code, "message": message.as_deref().map(sanitize)})),
+            strip_nulls(
+                json!({"code": code, "message": message.as_deref().map(sanitize), "usage": usage}),
+            ),
         ),
     }
 }
@@ -1608,7 +1622,7 @@ fn close_subtree(j: &Journal, run: &str, drafts: &mut Vec<Draft>) -> Result<(), 
         drafts.push(Draft::new(
             "tool.call.finished",
             at.clone(),
-            json!({"toolCallId": tool, "outcome": "cancelled", "response": null, "code": "stopped"}),
+            json!({"toolCallId": tool, "outcome": "cancelled", "response": null}),
         ));
     }
     if let Some(i) = &r.open_interrupt {
@@ -1632,7 +1646,7 @@ fn close_subtree(j: &Journal, run: &str, drafts: &mut Vec<Draft>) -> Result<(), 
     drafts.push(Draft::new(
         "run.cancelled",
         at,
-        json!({"code": "stopped", "message": "Stopped."}),
+        json!({"code": "stopped", "message": "Run stopped."}),
     ));
     Ok(())
 }

@@ -140,6 +140,7 @@ async fn watch_events_coalesce_carry_cursors_and_replay_with_the_same_ids() {
         Terminal::Cancelled {
             code: None,
             message: None,
+            usage: None,
         },
     )
     .await

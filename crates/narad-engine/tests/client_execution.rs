@@ -344,6 +344,7 @@ async fn delivery_failure_closes_the_call() {
         Terminal::Error {
             code: "client_tool_failed".into(),
             message: "Client tool execution failed.".into(),
+            usage: None,
         },
     )
     .await
@@ -530,6 +531,7 @@ async fn a_token_expiring_while_its_run_waits_for_the_executor_still_closes() {
         Terminal::Error {
             code: "client_tool_failed".into(),
             message: "x".into(),
+            usage: None,
         },
     )
     .await
@@ -556,6 +558,7 @@ async fn the_published_delivery_failure_trace_is_reproduced() {
         Terminal::Error {
             code: "client_tool_failed".into(),
             message: "Client tool execution failed.".into(),
+            usage: None,
         },
     )
     .await

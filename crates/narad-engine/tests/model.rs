@@ -160,10 +160,12 @@ async fn drive(e: Engine<RedbStore>, cmds: Vec<Cmd>) -> (String, usize, usize) {
                         1 => Terminal::Error {
                             code: "provider_unavailable".into(),
                             message: "Provider\nunavailable.".into(),
+                            usage: None,
                         },
                         _ => Terminal::Cancelled {
                             code: None,
                             message: None,
+                            usage: None,
                         },
                     };
                     e.end_run(&me(), &sid, &r, t).await
