@@ -1,132 +1,184 @@
-//! Quickstart: an agent session driven through the engine on the embedded
-//! default store (a redb file), stopped and reopened mid-way, checked, and
-//! printed as JSONL.
+//! Quickstart: one agent session through the engine on the embedded default
+//! store — a run with a backend tool call, an approval interrupt resolved,
+//! streamed assistant text, progress and a nested run — stopped and
+//! reopened mid-way, then the journal (JSONL, stdout) and the reduced state
+//! (stderr).
 //!
-//! `cargo run --example quickstart [PATH]` — the store file defaults to a
-//! fresh one in the system's temporary directory. No server is needed.
+//! `cargo run --example quickstart [-- --store URL]` — the store defaults to
+//! `redb:narad-quickstart.redb` in the current directory. No server needed.
 
-use narad_core::checker::Checker;
 use narad_engine::{
-    Engine, EngineError, Interrupt, InterruptScope, NewSession, Principal, Resolve, StartRun,
-    Started, Terminal, ToolOutcome,
+    Engine, EngineError, EventScope, Interrupt, InterruptScope, NewSession, Principal, Resolve,
+    StartRun, Started, Terminal, ToolOutcome,
 };
 use narad_store::Store;
-use narad_store_redb::RedbStore;
 use serde_json::json;
 
+fn run_id(s: Started) -> Result<String, EngineError> {
+    match s {
+        Started::Running(r) => Ok(r),
+        Started::Queued(_) => Err(EngineError::InvalidCommand("the slot was busy".into())),
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> Result<(), EngineError> {
-    let given = std::env::args().nth(1).map(std::path::PathBuf::from);
-    let temporary = given.is_none();
-    let path = given.unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("narad-quickstart-{}.redb", std::process::id()))
-    });
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let url = narad_examples::store_url("redb:narad-quickstart.redb");
     let me = Principal::new("quickstart");
 
-    // 1. Open the embedded store and the engine; start a session and a run.
-    let engine = Engine::new(RedbStore::open(&path).await?);
+    // 1. The engine on the store; a session; the user's message; a run.
+    let engine = Engine::new(narad_stores::open(&url).await?);
     let sid = engine.create_session(&me, NewSession::default()).await?;
     engine
-        .message(&me, &sid, json!("Find the Narad spec"))
+        .message(&me, &sid, json!("Find the Narad spec and summarize it"))
         .await?;
-    let Started::Running(run) = engine.start_run(&me, &sid, StartRun::default()).await? else {
-        return Err(EngineError::InvalidCommand("the slot was busy".into()));
-    };
+    let run = run_id(engine.start_run(&me, &sid, StartRun::default()).await?)?;
+    let planning = json!({"progressId": "plan", "category": "phase", "label": "Planning",
+                          "status": "active", "privacy": "public"});
+    engine
+        .append(
+            &me,
+            &sid,
+            "progress.recorded",
+            EventScope::Run(run.clone()),
+            planning,
+        )
+        .await?;
     let tool = engine
         .start_tool_call(&me, &sid, &run, "search", json!({"query": "narad v1"}))
         .await?;
 
-    // 2. The engine refuses what would break the protocol, writing nothing:
-    //    a run cannot finish while its tool call is open.
-    let refused = engine
+    // 2. Refused commands write nothing: the run cannot end with work open.
+    let early = Terminal::Finished {
+        usage: None,
+        artifact_ids: vec![],
+    };
+    let err = engine
+        .end_run(&me, &sid, &run, early)
+        .await
+        .err()
+        .ok_or("open work was accepted")?;
+    eprintln!("refused as expected: {}", err.code());
+
+    // 3. The process stops mid-way; a new engine continues the same journal.
+    engine.store().close().await?;
+    drop(engine);
+    let engine = Engine::new(narad_stores::open(&url).await?);
+    engine
+        .finish_tool_call(&me, &sid, &tool, ToolOutcome::success(json!({"hits": 1})))
+        .await?;
+
+    // 4. A nested run does the reading.
+    let child = run_id(
+        engine
+            .start_run(
+                &me,
+                &sid,
+                StartRun {
+                    parent_run_id: Some(run.clone()),
+                    ..StartRun::default()
+                },
+            )
+            .await?,
+    )?;
+    let read = engine
+        .start_tool_call(&me, &sid, &child, "read", json!({"url": "spec"}))
+        .await?;
+    engine
+        .finish_tool_call(&me, &sid, &read, ToolOutcome::success(json!("…")))
+        .await?;
+    engine
         .end_run(
             &me,
             &sid,
-            &run,
+            &child,
             Terminal::Finished {
                 usage: None,
                 artifact_ids: vec![],
             },
         )
-        .await;
-    match refused {
-        Err(e) => eprintln!("refused as expected: {} ({e})", e.code()),
-        Ok(()) => {
-            return Err(EngineError::InvalidCommand(
-                "a terminal with open work was accepted".into(),
-            ))
-        }
-    }
+        .await?;
 
-    // 3. Stop the process mid-way: close the store, open a new engine on the
-    //    same file, and carry on where the journal left off.
-    engine.store().close().await?;
-    drop(engine);
-    let engine = Engine::new(RedbStore::open(&path).await?);
+    // 5. Approval: the interrupt pauses the run; resolving it by id resumes it.
+    let ask = Interrupt {
+        scope: InterruptScope::Run(run.clone()),
+        kind: "approval".into(),
+        actions: vec!["approve".into(), "deny".into()],
+        input: Some(json!({"question": "Publish the summary?"})),
+        expires_at: None,
+    };
+    let (interrupt, _) = engine.request_interrupt(&me, &sid, ask).await?;
+    let yes = Resolve {
+        interrupt_id: interrupt,
+        decision: "approve".into(),
+        reason: None,
+        expected_revision: None,
+        members: None,
+    };
+    engine.resolve_interrupt(&me, yes).await?;
+
+    // 6. Streamed assistant text, then the end of the run.
+    let s = EventScope::Session;
     engine
-        .finish_tool_call(
+        .append(
             &me,
             &sid,
-            &tool,
-            ToolOutcome::success(json!({"matches": 1})),
+            "message.text.started",
+            s.clone(),
+            json!({"messageId": "answer", "role": "assistant", "messageScope": "session"}),
         )
         .await?;
-    let (interrupt, _) = engine
-        .request_interrupt(
+    for delta in ["Narad is ", "a protocol for ", "durable agent sessions."] {
+        engine
+            .append(
+                &me,
+                &sid,
+                "message.text.delta",
+                s.clone(),
+                json!({"messageId": "answer", "delta": delta}),
+            )
+            .await?;
+    }
+    engine
+        .append(
             &me,
             &sid,
-            Interrupt {
-                scope: InterruptScope::Run(run.clone()),
-                kind: "approval".into(),
-                actions: vec!["approve".into(), "deny".into()],
-                input: None,
-                expires_at: None,
-            },
+            "message.text.completed",
+            s,
+            json!({"messageId": "answer"}),
         )
         .await?;
-    // resolve-interrupt needs only the interrupt id.
+    let done = json!({"progressId": "plan", "category": "phase", "label": "Planning",
+                      "status": "completed", "privacy": "public"});
     engine
-        .resolve_interrupt(
+        .append(
             &me,
-            Resolve {
-                interrupt_id: interrupt,
-                decision: "approve".into(),
-                reason: None,
-                expected_revision: None,
-                members: None,
-            },
+            &sid,
+            "progress.recorded",
+            EventScope::Run(run.clone()),
+            done,
         )
         .await?;
+    let usage = Some(json!({"promptTokens": 120, "completionTokens": 45, "totalTokens": 165}));
     engine
         .end_run(
             &me,
             &sid,
             &run,
             Terminal::Finished {
-                usage: Some(json!({"totalTokens": 42})),
+                usage,
                 artifact_ids: vec![],
             },
         )
         .await?;
 
-    // 4. Read the durable journal back, check it, print it as JSONL.
-    let page = engine.store().read_session(&sid, 0, usize::MAX).await?;
-    let mut checker = Checker::default();
-    for ev in &page.events {
-        checker
-            .push_bytes(&ev.bytes)
-            .map_err(|r| EngineError::InvalidCommand(r.to_string()))?;
-        println!("{}", String::from_utf8_lossy(&ev.bytes));
-    }
+    // 7. The durable journal, checked, and the reduced state.
+    let checker = narad_examples::print_journal(engine.store(), &sid).await?;
+    eprintln!("session {sid} in {url}: accepted by the checker");
     eprintln!(
-        "{} events in {}, accepted by the checker; run is {:?}",
-        page.events.len(),
-        path.display(),
-        checker.run_state(&sid, &run)
+        "reduced state: {}",
+        checker.state_json(&sid).unwrap_or_default()
     );
     engine.store().close().await?;
-    if temporary {
-        let _ = std::fs::remove_file(&path);
-    }
     Ok(())
 }
