@@ -98,7 +98,7 @@ fn verify_reports_a_stored_journal_the_checker_refuses() {
 
 #[test]
 fn errors_are_one_line_and_a_non_zero_exit() {
-    let (code, out, err) = narad(&["sessions", "--store", "postgres://h/db"]);
+    let (code, out, err) = narad(&["sessions", "--store", "mysql://h/db"]);
     assert_eq!((code, out.as_str()), (1, ""));
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("narad: "), "{err}");
@@ -133,4 +133,37 @@ fn bench_prints_figures_as_json() {
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["events"], 100 + 64 * 5);
+}
+
+#[test]
+fn migrate_to_postgres_and_back() {
+    let Ok(pg) = std::env::var("NARAD_TEST_POSTGRES_URL") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must set NARAD_TEST_POSTGRES_URL"
+        );
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED migrate_to_postgres_and_back: NARAD_TEST_POSTGRES_URL is not set"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let redb = format!("redb:{}", dir.path().join("a.redb").display());
+    let back = format!("sqlite:{}", dir.path().join("back.sqlite").display());
+    let sep = if pg.contains('?') { '&' } else { '?' };
+    let pg = format!("{pg}{sep}schema=cli_{}", std::process::id());
+    assert_eq!(
+        narad(&["import", "--store", &redb, &trace("tool-after-stop.jsonl")]).0,
+        0
+    );
+    let (code, out, err) = narad(&["migrate", "--from", &redb, "--to", &pg]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = narad(&["migrate", "--from", &pg, "--to", &back]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(narad(&["verify", "--store", &pg]).0, 0);
+    let (_, a, _) = narad(&["export", "--all", "--store", &redb]);
+    let (_, b, _) = narad(&["export", "--all", "--store", &back]);
+    assert_eq!(a, b);
 }

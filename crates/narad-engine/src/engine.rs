@@ -390,6 +390,26 @@ impl<S: Store + 'static> Engine<S> {
         c
     }
 
+    /// Appends; when the outcome is unknown (the backend failed, e.g. a
+    /// lost connection) redelivers the **same** batch — same event ids — a
+    /// few times: the store recognizes it if it was applied, or applies it
+    /// now, and never twice. Nothing is guessed.
+    async fn append_resolving(&self, batch: Batch) -> Result<narad_store::Appended, StoreError> {
+        let mut backoff = std::time::Duration::from_millis(20);
+        let mut outcome = self.inner.store.append(batch.clone()).await;
+        for _ in 0..4 {
+            match outcome {
+                Err(StoreError::Backend(_)) => {
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 2;
+                    outcome = self.inner.store.append(batch.clone()).await;
+                }
+                done => return done,
+            }
+        }
+        outcome
+    }
+
     async fn hydrate(&self, session_id: &str) -> Result<Journal, EngineError> {
         let meta = self.meta(session_id).await?;
         let j = Journal::hydrate(&*self.inner.store, session_id, meta).await?;
@@ -600,7 +620,7 @@ impl<S: Store + 'static> Engine<S> {
                 side,
                 watch: Vec::new(),
             };
-            match self.inner.store.append(batch).await {
+            match self.append_resolving(batch).await {
                 Ok(done) => {
                     j.head = done.head;
                     if snapshot {

@@ -61,7 +61,17 @@ impl<S: Store> WatchFollow<S> {
                 .await?;
             if page.events.is_empty() {
                 loop {
-                    match self.notices.recv().await {
+                    // A notice can be missed (a backend's listener reconnecting);
+                    // re-reading from the cursor every second bounds the delay.
+                    let Ok(notice) = tokio::time::timeout(
+                        std::time::Duration::from_secs(1),
+                        self.notices.recv(),
+                    )
+                    .await
+                    else {
+                        break;
+                    };
+                    match notice {
                         Some(Notice::Commit(Commit::Session { session_id, head }))
                             if *session_id == *self.session_id && head > self.cursor =>
                         {

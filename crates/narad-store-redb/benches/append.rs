@@ -42,14 +42,9 @@ fn main() {
                 .await
                 .unwrap(),
         );
-        bench::run_all(
-            "redb",
-            store,
-            quick,
-            raw_sync,
-            raw_redb,
-            RedbStore::commit_stats,
-        )
+        bench::run_all("redb", store, quick, raw_sync, raw_redb, |s: &RedbStore| {
+            Some(s.commit_stats())
+        })
         .await;
     });
 }

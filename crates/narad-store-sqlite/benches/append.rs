@@ -52,7 +52,7 @@ fn main() {
             quick,
             raw_sync,
             raw_sqlite,
-            SqliteStore::commit_stats,
+            |s: &SqliteStore| Some(s.commit_stats()),
         )
         .await;
     });

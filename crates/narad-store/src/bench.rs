@@ -128,13 +128,15 @@ pub async fn run_all<S: Store + 'static>(
     quick: bool,
     raw_sync: f64,
     raw_backend: f64,
-    stats: impl Fn(&S) -> crate::group::GroupStats,
+    stats: impl Fn(&S) -> Option<crate::group::GroupStats>,
 ) {
     for (i, (label, sessions, size, per)) in configurations(quick).into_iter().enumerate() {
         let before = stats(&store);
         let f = appends(Arc::clone(&store), sessions, size, per, &format!("r{i}")).await;
         print(backend, label, f, raw_sync, raw_backend);
-        let after = stats(&store);
+        let (Some(before), Some(after)) = (before, stats(&store)) else {
+            continue;
+        };
         let (b, t) = (
             after.batches - before.batches,
             after.transactions - before.transactions,

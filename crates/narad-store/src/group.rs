@@ -87,6 +87,35 @@ impl Subscription {
     }
 }
 
+/// A commit announcer for backends without the embedded group commit
+/// (PostgreSQL announces what its `LISTEN` connection hears).
+#[derive(Debug, Clone)]
+pub struct Announcer {
+    tx: broadcast::Sender<Commit>,
+}
+
+impl Default for Announcer {
+    fn default() -> Self {
+        Self {
+            tx: broadcast::channel(4096).0,
+        }
+    }
+}
+
+impl Announcer {
+    /// Announces a commit to every subscriber (none is fine).
+    pub fn announce(&self, commit: Commit) {
+        let _ = self.tx.send(commit);
+    }
+
+    /// A new subscription to every later announcement.
+    pub fn subscribe(&self) -> Subscription {
+        Subscription {
+            rx: self.tx.subscribe(),
+        }
+    }
+}
+
 type Request = (Batch, oneshot::Sender<Result<Appended, StoreError>>);
 
 /// How much sharing the group commit achieved so far.

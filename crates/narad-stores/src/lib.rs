@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `redb:PATH` | [`narad_store_redb::RedbStore`] (the embedded default) |
 //! | `sqlite:PATH` | [`narad_store_sqlite::SqliteStore`] |
+//! | `postgres://…[?schema=NAME]` | [`narad_store_postgres::PostgresStore`] (schema `narad` by default) |
 //!
 //! A bare path (no scheme) means `redb:`.
 //!
@@ -23,6 +24,7 @@ use bytes::Bytes;
 use narad_store::{
     Appended, Batch, HistoryQuery, Page, SideSpace, Store, StoreError, Subscription, WatchPage,
 };
+use narad_store_postgres::PostgresStore;
 use narad_store_redb::RedbStore;
 use narad_store_sqlite::SqliteStore;
 
@@ -33,6 +35,8 @@ pub enum AnyStore {
     Redb(RedbStore),
     /// SQLite.
     Sqlite(SqliteStore),
+    /// PostgreSQL.
+    Postgres(PostgresStore),
 }
 
 /// What a store URL names.
@@ -42,6 +46,8 @@ pub enum StoreUrl {
     Redb(String),
     /// `sqlite:PATH`
     Sqlite(String),
+    /// `postgres://…` (connection URL, schema)
+    Postgres(String, String),
 }
 
 impl StoreUrl {
@@ -51,16 +57,37 @@ impl StoreUrl {
     /// use narad_stores::StoreUrl;
     /// assert_eq!(StoreUrl::parse("sqlite:a.db").unwrap(), StoreUrl::Sqlite("a.db".into()));
     /// assert_eq!(StoreUrl::parse("x.redb").unwrap(), StoreUrl::Redb("x.redb".into()));
-    /// assert!(StoreUrl::parse("postgres://h/db").is_err());
+    /// assert_eq!(
+    ///     StoreUrl::parse("postgres://h/db?schema=agents").unwrap(),
+    ///     StoreUrl::Postgres("postgres://h/db".into(), "agents".into())
+    /// );
+    /// assert!(StoreUrl::parse("mysql://h/db").is_err());
     /// ```
     pub fn parse(url: &str) -> Result<Self, StoreError> {
         let bad = |why: &str| StoreError::Backend(format!("store URL `{url}`: {why}"));
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let (base, query) = url.split_once('?').unwrap_or((url, ""));
+            let mut schema = "narad".to_owned();
+            let mut rest = Vec::new();
+            for kv in query.split('&').filter(|s| !s.is_empty()) {
+                match kv.split_once('=') {
+                    Some(("schema", v)) => schema = v.to_owned(),
+                    _ => rest.push(kv),
+                }
+            }
+            let conn = if rest.is_empty() {
+                base.to_owned()
+            } else {
+                format!("{base}?{}", rest.join("&"))
+            };
+            return Ok(Self::Postgres(conn, schema));
+        }
         match url.split_once(':') {
             Some(("redb", p)) if !p.is_empty() => Ok(Self::Redb(p.to_owned())),
             Some(("sqlite", p)) if !p.is_empty() => Ok(Self::Sqlite(p.to_owned())),
             Some(("redb" | "sqlite", _)) => Err(bad("the path is empty")),
             Some((scheme, _)) if !scheme.contains('/') && scheme.len() > 1 => Err(bad(
-                "unsupported scheme (use redb:PATH or sqlite:PATH; postgres:// is not built yet)",
+                "unsupported scheme (use redb:PATH, sqlite:PATH or postgres://…)",
             )),
             _ if url.is_empty() => Err(bad("empty")),
             _ => Ok(Self::Redb(url.to_owned())),
@@ -73,6 +100,9 @@ pub async fn open(url: &str) -> Result<AnyStore, StoreError> {
     Ok(match StoreUrl::parse(url)? {
         StoreUrl::Redb(p) => AnyStore::Redb(RedbStore::open(p).await?),
         StoreUrl::Sqlite(p) => AnyStore::Sqlite(SqliteStore::open(p).await?),
+        StoreUrl::Postgres(url, schema) => {
+            AnyStore::Postgres(PostgresStore::open(&url, &schema).await?)
+        }
     })
 }
 
@@ -81,6 +111,7 @@ macro_rules! each {
         match $self {
             AnyStore::Redb($s) => $e,
             AnyStore::Sqlite($s) => $e,
+            AnyStore::Postgres($s) => $e,
         }
     };
 }
