@@ -67,29 +67,47 @@ impl<S: Store> Follow<S> {
                 continue;
             }
             // At the head: wait for a commit of this session.
-            loop {
-                // A notice can be missed (a backend's listener reconnecting);
-                // re-reading from the cursor every second bounds the delay.
-                let Ok(notice) =
-                    tokio::time::timeout(std::time::Duration::from_secs(1), self.notices.recv())
-                        .await
-                else {
-                    break;
-                };
-                match notice {
-                    Some(Notice::Commit(Commit::Session { session_id, head }))
-                        if *session_id == *self.session_id && head > self.cursor =>
-                    {
-                        break
-                    }
-                    Some(Notice::Commit(_)) => {}
-                    Some(Notice::Lagged { .. }) => {
-                        self.lagged += 1;
-                        break;
-                    }
-                    None => return Ok(None),
-                }
+            match wait_for_commit(&mut self.notices, &self.session_id, self.cursor).await {
+                Woken::Commit => {}
+                Woken::Lagged => self.lagged += 1,
+                Woken::Closed => return Ok(None),
             }
+        }
+    }
+}
+
+/// Why a follower at the head woke up.
+pub(crate) enum Woken {
+    /// A commit past the cursor, or a second passed: read on.
+    Commit,
+    /// Notices were dropped: read on.
+    Lagged,
+    /// The store is closed.
+    Closed,
+}
+
+/// Waits until `session_id` commits past `cursor`. A notice can be missed
+/// (a backend's listener reconnecting), so it also wakes after a second:
+/// re-reading from the cursor bounds the delay.
+pub(crate) async fn wait_for_commit(
+    notices: &mut Subscription,
+    session_id: &str,
+    cursor: u64,
+) -> Woken {
+    loop {
+        let Ok(notice) =
+            tokio::time::timeout(std::time::Duration::from_secs(1), notices.recv()).await
+        else {
+            return Woken::Commit;
+        };
+        match notice {
+            Some(Notice::Commit(Commit::Session {
+                session_id: s,
+                head,
+            })) if *s == *session_id && head > cursor => return Woken::Commit,
+            Some(Notice::Commit(_)) => {}
+            Some(Notice::Lagged { .. }) => return Woken::Lagged,
+            None => return Woken::Closed,
         }
     }
 }

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use narad_store::{Commit, Notice, Store, Subscription};
+use narad_store::{Store, Subscription};
 use serde_json::{json, Value};
 
 use crate::error::EngineError;
@@ -60,27 +60,14 @@ impl<S: Store> WatchFollow<S> {
                 .read_session(&self.session_id, self.cursor, 4096)
                 .await?;
             if page.events.is_empty() {
-                loop {
-                    // A notice can be missed (a backend's listener reconnecting);
-                    // re-reading from the cursor every second bounds the delay.
-                    let Ok(notice) = tokio::time::timeout(
-                        std::time::Duration::from_secs(1),
-                        self.notices.recv(),
-                    )
-                    .await
-                    else {
-                        break;
-                    };
-                    match notice {
-                        Some(Notice::Commit(Commit::Session { session_id, head }))
-                            if *session_id == *self.session_id && head > self.cursor =>
-                        {
-                            break
-                        }
-                        Some(Notice::Lagged { .. }) => break,
-                        Some(_) => {}
-                        None => return Ok(None),
-                    }
+                let woken = crate::subscribe::wait_for_commit(
+                    &mut self.notices,
+                    &self.session_id,
+                    self.cursor,
+                )
+                .await;
+                if matches!(woken, crate::subscribe::Woken::Closed) {
+                    return Ok(None);
                 }
                 continue;
             }

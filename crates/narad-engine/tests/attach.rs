@@ -7,33 +7,10 @@
 
 mod common;
 
-use common::{engine, journal, me, session};
+use common::{engine, journal, me, schema_valid, session};
 use narad_core::checker::Checker;
 use narad_engine::{NewSession, StartRun, Started, Terminal, ToolOutcome};
 use serde_json::{json, Value};
-
-fn schemas() -> Option<Vec<jsonschema::Validator>> {
-    let spec = narad_conformance::require_spec("engine_records_validate_against_schemas")?;
-    Some(
-        narad_conformance::load_schemas(&spec)
-            .unwrap()
-            .iter()
-            .map(|(_, s)| {
-                jsonschema::options()
-                    .with_draft(jsonschema::Draft::Draft202012)
-                    .build(s)
-                    .unwrap()
-            })
-            .collect(),
-    )
-}
-
-fn schema_valid(s: &Option<Vec<jsonschema::Validator>>, b: &[u8]) {
-    if let Some(s) = s {
-        let v: Value = serde_json::from_slice(b).unwrap();
-        assert!(s.iter().any(|x| x.is_valid(&v)), "schema-invalid: {v}");
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attach_hydrates_transcript_and_graph_then_follows_from_the_boundary() {
@@ -84,7 +61,7 @@ async fn attach_hydrates_transcript_and_graph_then_follows_from_the_boundary() {
     for b in journal(&e, &sid).await {
         c.push_bytes(&b).unwrap();
     }
-    let s = schemas();
+    let s = common::schemas("engine_records_validate_against_schemas");
     for h in &attached.hydrate {
         c.push_bytes(h)
             .unwrap_or_else(|r| panic!("{r}: {}", String::from_utf8_lossy(h)));
@@ -160,7 +137,7 @@ async fn watch_events_coalesce_carry_cursors_and_replay_with_the_same_ids() {
     for ev in journal(&e, &sid).await {
         c.push_bytes(&ev).unwrap();
     }
-    let s = schemas();
+    let s = common::schemas("engine_records_validate_against_schemas");
     for v in [&a, &b, &c1, &c2, &r] {
         let bytes = serde_json::to_vec(v).unwrap();
         c.push_bytes(&bytes).unwrap_or_else(|e| panic!("{e}: {v}"));
@@ -202,7 +179,7 @@ async fn the_workspace_stream_announces_created_updated_archived() {
         ]
     );
     let mut c = Checker::default();
-    let s = schemas();
+    let s = common::schemas("engine_records_validate_against_schemas");
     for w in &page.events {
         c.push_bytes(&w.bytes).unwrap();
         schema_valid(&s, &w.bytes);

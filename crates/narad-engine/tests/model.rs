@@ -198,31 +198,6 @@ async fn drive(e: Engine<RedbStore>, cmds: Vec<Cmd>) -> (String, usize, usize) {
     (sid, ok, refused)
 }
 
-struct Schemas(Vec<jsonschema::Validator>);
-
-impl Schemas {
-    fn load() -> Option<Self> {
-        let spec = narad_conformance::require_spec("engine_journals_validate_against_schemas")?;
-        let schemas = narad_conformance::load_schemas(&spec).unwrap();
-        Some(Self(
-            schemas
-                .iter()
-                .map(|(_, s)| {
-                    jsonschema::options()
-                        .with_draft(jsonschema::Draft::Draft202012)
-                        .build(s)
-                        .unwrap()
-                })
-                .collect(),
-        ))
-    }
-
-    fn check(&self, bytes: &[u8]) {
-        let v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
-        assert!(self.0.iter().any(|s| s.is_valid(&v)), "schema-invalid: {v}");
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: std::env::var("NARAD_MODEL_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(12),
@@ -239,7 +214,7 @@ proptest! {
             .enable_all()
             .build()
             .unwrap();
-        let schemas = Schemas::load();
+        let schemas = common::schemas("engine_journals_validate_against_schemas");
         rt.block_on(async {
             let dir = tempfile::tempdir().unwrap();
             let e = engine(dir.path()).await;
@@ -250,10 +225,8 @@ proptest! {
             for t in tasks {
                 let (sid, _ok, _refused) = t.await.unwrap();
                 assert_valid(&e, &sid).await;
-                if let Some(s) = &schemas {
-                    for b in journal(&e, &sid).await {
-                        s.check(&b);
-                    }
+                for b in journal(&e, &sid).await {
+                    common::schema_valid(&schemas, &b);
                 }
             }
         });

@@ -47,22 +47,10 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
-fn int(v: u64) -> Result<i64, StoreError> {
-    i64::try_from(v).map_err(|_| StoreError::Backend("sequence out of range".into()))
-}
-
-fn uint(v: i64) -> Result<u64, StoreError> {
-    u64::try_from(v).map_err(|_| StoreError::Backend("stored sequence is negative".into()))
-}
+use narad_store::{from_sql_int as uint, to_sql_int as int};
 
 fn space(s: SideSpace) -> i32 {
-    match s {
-        SideSpace::Lease => 1,
-        SideSpace::Token => 2,
-        SideSpace::Snapshot => 3,
-        SideSpace::Session => 4,
-        SideSpace::Interrupt => 5,
-    }
+    i32::from(s.id())
 }
 
 /// Forward migrations; `{s}` is the schema. Step `i` takes layout `i` to `i + 1`.

@@ -100,13 +100,7 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
 }
 
 fn space(s: SideSpace) -> u8 {
-    match s {
-        SideSpace::Lease => 1,
-        SideSpace::Token => 2,
-        SideSpace::Snapshot => 3,
-        SideSpace::Session => 4,
-        SideSpace::Interrupt => 5,
-    }
+    s.id()
 }
 
 impl RedbStore {

@@ -88,22 +88,10 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
-fn int(v: u64) -> Result<i64, StoreError> {
-    i64::try_from(v).map_err(|_| StoreError::Backend("sequence out of range".into()))
-}
-
-fn uint(v: i64) -> Result<u64, StoreError> {
-    u64::try_from(v).map_err(|_| StoreError::Backend("stored sequence is negative".into()))
-}
+use narad_store::{from_sql_int as uint, to_sql_int as int};
 
 fn space(s: SideSpace) -> i64 {
-    match s {
-        SideSpace::Lease => 1,
-        SideSpace::Token => 2,
-        SideSpace::Snapshot => 3,
-        SideSpace::Session => 4,
-        SideSpace::Interrupt => 5,
-    }
+    i64::from(s.id())
 }
 
 /// Forward migrations: step `i` takes a file from layout `i` to `i + 1`.

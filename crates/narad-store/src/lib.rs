@@ -129,6 +129,29 @@ pub enum SideSpace {
     Interrupt,
 }
 
+impl SideSpace {
+    /// The stable number every backend stores for this space.
+    pub const fn id(self) -> u8 {
+        match self {
+            Self::Lease => 1,
+            Self::Token => 2,
+            Self::Snapshot => 3,
+            Self::Session => 4,
+            Self::Interrupt => 5,
+        }
+    }
+}
+
+/// A sequence as the signed 64-bit integer SQL backends store.
+pub fn to_sql_int(v: u64) -> Result<i64, StoreError> {
+    i64::try_from(v).map_err(|_| StoreError::Backend("sequence out of range".into()))
+}
+
+/// A stored signed 64-bit integer back as a sequence.
+pub fn from_sql_int(v: i64) -> Result<u64, StoreError> {
+    u64::try_from(v).map_err(|_| StoreError::Backend("stored sequence is negative".into()))
+}
+
 /// The condition a side write requires of the current value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expect {

@@ -85,3 +85,29 @@ pub async fn types<S: Store + 'static>(e: &Engine<S>, sid: &str) -> Vec<String> 
         })
         .collect()
 }
+
+/// The published schemas as validators (`None`, with a printed notice,
+/// when `../shared/narad-spec` is absent outside CI).
+pub fn schemas(test: &str) -> Option<Vec<jsonschema::Validator>> {
+    let spec = narad_conformance::require_spec(test)?;
+    Some(
+        narad_conformance::load_schemas(&spec)
+            .unwrap()
+            .iter()
+            .map(|(_, s)| {
+                jsonschema::options()
+                    .with_draft(jsonschema::Draft::Draft202012)
+                    .build(s)
+                    .unwrap()
+            })
+            .collect(),
+    )
+}
+
+/// Asserts one of the schemas accepts `bytes` (when the schemas are loaded).
+pub fn schema_valid(schemas: &Option<Vec<jsonschema::Validator>>, bytes: &[u8]) {
+    if let Some(s) = schemas {
+        let v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        assert!(s.iter().any(|x| x.is_valid(&v)), "schema-invalid: {v}");
+    }
+}
