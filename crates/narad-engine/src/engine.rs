@@ -390,6 +390,32 @@ impl<S: Store + 'static> Engine<S> {
         c
     }
 
+    /// Whether a refusal `e` was decided on a journal older than the store's
+    /// (another writer appended since we loaded it).
+    async fn stale(
+        &self,
+        held: u64,
+        session_id: &str,
+        e: &EngineError,
+    ) -> Result<bool, EngineError> {
+        let decided_on_state = matches!(
+            e,
+            EngineError::Rejected { .. }
+                | EngineError::UnknownRun
+                | EngineError::UnknownToolCall
+                | EngineError::UnknownInterrupt
+                | EngineError::RevisionConflict { .. }
+        );
+        if !decided_on_state {
+            return Ok(false);
+        }
+        let current = self.inner.store.head(session_id).await?;
+        if current != held {
+            self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(current != held)
+    }
+
     /// Appends; when the outcome is unknown (the backend failed, e.g. a
     /// lost connection) redelivers the **same** batch — same event ids — a
     /// few times: the store recognizes it if it was applied, or applies it
@@ -554,9 +580,26 @@ impl<S: Store + 'static> Engine<S> {
             let Some(j) = slot.as_mut() else {
                 continue;
             };
-            let Plan { drafts, side, out } = plan(j)?;
+            let planned = plan(j);
+            let Plan { drafts, side, out } = match planned {
+                Ok(p) => p,
+                Err(e) => {
+                    // Refused on what we hold: make sure it is current.
+                    if self.stale(j.head, session_id, &e).await? {
+                        *slot = None;
+                        continue;
+                    }
+                    return Err(e);
+                }
+            };
             let Some(first) = drafts.first() else {
                 if side.is_empty() {
+                    // A read: answer from the current journal, not a cache
+                    // another engine has moved past.
+                    if self.inner.store.head(session_id).await? != j.head {
+                        *slot = None;
+                        continue;
+                    }
                     return Ok((out, Vec::new()));
                 }
                 // Side records only, still guarded by the head the plan saw.
@@ -595,8 +638,15 @@ impl<S: Store + 'static> Engine<S> {
             let events = match j.apply(drafts, &*self.inner.ids, &now) {
                 Ok(evs) => evs,
                 Err((e, dirty)) => {
+                    let head = j.head;
                     if dirty {
                         *slot = None;
+                    }
+                    // Another engine may have moved the session on: a rule
+                    // refusal is final only against the current journal.
+                    if self.stale(head, session_id, &e).await? {
+                        *slot = None;
+                        continue;
                     }
                     return Err(e);
                 }
