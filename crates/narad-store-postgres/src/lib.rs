@@ -5,8 +5,8 @@
 //! statements cached per connection, every append one transaction.
 //!
 //! Concurrency is decided **in the database**: an append locks its
-//! session's `heads` row (`INSERT … ON CONFLICT DO NOTHING`, then `SELECT …
-//! FOR UPDATE`), so appends to one session from any number of processes are
+//! session's `heads` row (`INSERT … ON CONFLICT DO UPDATE … RETURNING`, one
+//! round trip), so appends to one session from any number of processes are
 //! serialized there; [`plan_batch`] then decides the batch on what the
 //! transaction read, exactly as on the embedded backends. A conditional
 //! side write of a record that does not exist yet is an `INSERT … ON
@@ -374,17 +374,15 @@ impl PostgresStore {
         let workspace_only = sid.is_empty() && batch.events.is_empty();
         let mut read = Read::default();
         if !workspace_only {
-            tx.execute(
-                &self.sql(
-                    "INSERT INTO {s}.heads (session, head) VALUES ($1, 0) ON CONFLICT DO NOTHING",
-                ),
-                &[&sid],
-            )
-            .await
-            .map_err(backend)?;
+            // One round trip: create-or-lock the head row and read it.
             let row = tx
                 .query_one(
-                    &self.sql("SELECT head FROM {s}.heads WHERE session = $1 FOR UPDATE"),
+                    &tx.prepare_cached(&self.sql(
+                        "INSERT INTO {s}.heads (session, head) VALUES ($1, 0)
+                         ON CONFLICT (session) DO UPDATE SET head = {s}.heads.head RETURNING head",
+                    ))
+                    .await
+                    .map_err(backend)?,
                     &[&sid],
                 )
                 .await
@@ -393,7 +391,7 @@ impl PostgresStore {
             let ids: Vec<&str> = batch.events.iter().map(|e| e.event_id.as_str()).collect();
             for row in tx
                 .query(
-                    &self.sql("SELECT event_id, seq, bytes FROM {s}.events WHERE session = $1 AND event_id = ANY($2)"),
+                    &tx.prepare_cached(&self.sql("SELECT event_id, seq, bytes FROM {s}.events WHERE session = $1 AND event_id = ANY($2)")).await.map_err(backend)?,
                     &[&sid, &ids],
                 )
                 .await
@@ -417,7 +415,10 @@ impl PostgresStore {
                     "SELECT COALESCE(MAX(wseq), 0) FROM {s}.events WHERE session = $1 AND wf = $2"
                 };
                 let row = tx
-                    .query_one(&self.sql(q), &[&sid, &id])
+                    .query_one(
+                        &tx.prepare_cached(&self.sql(q)).await.map_err(backend)?,
+                        &[&sid, &id],
+                    )
                     .await
                     .map_err(backend)?;
                 read.scope_heads.insert((tag, id), uint(row.get(0))?);
@@ -443,16 +444,18 @@ impl PostgresStore {
             .collect();
         for ws in workspaces {
             tx.execute(
-                &self.sql("INSERT INTO {s}.watch_heads (workspace, revision) VALUES ($1, 0) ON CONFLICT DO NOTHING"),
+                &tx.prepare_cached(&self.sql("INSERT INTO {s}.watch_heads (workspace, revision) VALUES ($1, 0) ON CONFLICT DO NOTHING")).await.map_err(backend)?,
                 &[&ws],
             )
             .await
             .map_err(backend)?;
             let row = tx
                 .query_one(
-                    &self.sql(
+                    &tx.prepare_cached(&self.sql(
                         "SELECT revision FROM {s}.watch_heads WHERE workspace = $1 FOR UPDATE",
-                    ),
+                    ))
+                    .await
+                    .map_err(backend)?,
                     &[&ws],
                 )
                 .await
@@ -462,7 +465,13 @@ impl PostgresStore {
         for w in &batch.watch {
             let row = tx
                 .query_opt(
-                    &self.sql("SELECT bytes FROM {s}.watch WHERE workspace = $1 AND event_id = $2"),
+                    &tx.prepare_cached(
+                        &self.sql(
+                            "SELECT bytes FROM {s}.watch WHERE workspace = $1 AND event_id = $2",
+                        ),
+                    )
+                    .await
+                    .map_err(backend)?,
                     &[&w.workspace_id, &w.event.event_id],
                 )
                 .await
@@ -530,7 +539,7 @@ impl PostgresStore {
             let n = match (&w.value, &w.expect) {
                 (Some(v), Expect::Absent) => {
                     tx.execute(
-                        &self.sql("INSERT INTO {s}.side (space, key, value) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"),
+                        &tx.prepare_cached(&self.sql("INSERT INTO {s}.side (space, key, value) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")).await.map_err(backend)?,
                         &[&sp, &key, &v.as_ref()],
                     )
                     .await
@@ -538,15 +547,15 @@ impl PostgresStore {
                 }
                 (Some(v), _) => {
                     tx.execute(
-                        &self.sql("INSERT INTO {s}.side (space, key, value) VALUES ($1, $2, $3)
-                                   ON CONFLICT (space, key) DO UPDATE SET value = excluded.value"),
+                        &tx.prepare_cached(&self.sql("INSERT INTO {s}.side (space, key, value) VALUES ($1, $2, $3)
+                                   ON CONFLICT (space, key) DO UPDATE SET value = excluded.value")).await.map_err(backend)?,
                         &[&sp, &key, &v.as_ref()],
                     )
                     .await
                     .map_err(backend)?
                 }
                 (None, _) => {
-                    tx.execute(&self.sql("DELETE FROM {s}.side WHERE space = $1 AND key = $2"), &[&sp, &key])
+                    tx.execute(&tx.prepare_cached(&self.sql("DELETE FROM {s}.side WHERE space = $1 AND key = $2")).await.map_err(backend)?, &[&sp, &key])
                         .await
                         .map_err(backend)?;
                     1
@@ -561,13 +570,17 @@ impl PostgresStore {
         for w in fresh_watch {
             let rev = int(w.event.revision)?;
             tx.execute(
-                &self.sql("INSERT INTO {s}.watch (workspace, revision, event_id, bytes) VALUES ($1, $2, $3, $4)"),
+                &tx.prepare_cached(&self.sql("INSERT INTO {s}.watch (workspace, revision, event_id, bytes) VALUES ($1, $2, $3, $4)")).await.map_err(backend)?,
                 &[&w.workspace_id, &rev, &w.event.event_id, &w.event.bytes.as_ref()],
             )
             .await
             .map_err(backend)?;
             tx.execute(
-                &self.sql("UPDATE {s}.watch_heads SET revision = $2 WHERE workspace = $1"),
+                &tx.prepare_cached(
+                    &self.sql("UPDATE {s}.watch_heads SET revision = $2 WHERE workspace = $1"),
+                )
+                .await
+                .map_err(backend)?,
                 &[&w.workspace_id, &rev],
             )
             .await
@@ -577,7 +590,9 @@ impl PostgresStore {
         let channel = format!("narad_{}", self.schema);
         if !fresh.is_empty() {
             tx.execute(
-                &self.sql("UPDATE {s}.heads SET head = $2 WHERE session = $1"),
+                &tx.prepare_cached(&self.sql("UPDATE {s}.heads SET head = $2 WHERE session = $1"))
+                    .await
+                    .map_err(backend)?,
                 &[&sid, &int(appended.head)?],
             )
             .await

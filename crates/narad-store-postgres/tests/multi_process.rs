@@ -169,7 +169,7 @@ async fn an_append_whose_connection_dies_is_applied_exactly_once_on_redelivery()
         let row = blocker
             .query_one(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-                 WHERE wait_event_type = 'Lock' AND query LIKE '%heads%FOR UPDATE%' AND pid <> pg_backend_pid()",
+                 WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO%heads%' AND pid <> pg_backend_pid()",
                 &[],
             )
             .await
