@@ -239,6 +239,9 @@ pub(crate) struct Inner<S> {
     pub(crate) config: EngineConfig,
     cells: Mutex<HashMap<String, Cell>>,
     counters: Counters,
+    /// The newest watch revision this engine wrote or was told of, per
+    /// workspace (a hint; the store decides).
+    workspace_revisions: Mutex<HashMap<String, u64>>,
     pub(crate) clients: crate::client::Clients,
 }
 
@@ -336,6 +339,7 @@ impl<S: Store + 'static> Engine<S> {
                 config,
                 cells: Mutex::new(HashMap::new()),
                 counters: Counters::default(),
+                workspace_revisions: Mutex::new(HashMap::new()),
                 clients: crate::client::Clients::default(),
             }),
         }
@@ -491,60 +495,46 @@ impl<S: Store + 'static> Engine<S> {
             profiles: new.profiles.unwrap_or_default(),
             workspace_id: new.workspace_id,
         };
-        let mut revision = None;
-        for _ in 0..=self.inner.config.max_retries {
-            let mut batch = Batch {
-                session_id: sid.clone(),
-                expected_head: 0,
-                side: vec![side(
-                    SideSpace::Session,
-                    &sid,
-                    Expect::Absent,
-                    meta.encode(),
-                )],
-                ..Batch::default()
-            };
-            if let Some(ws) = &meta.workspace_id {
-                batch.watch.push(
-                    self.workspace_notice(ws, "session.created", &sid, revision)
-                        .await?,
-                );
-            }
-            match self.inner.store.append(batch).await {
-                Ok(_) => return Ok(sid),
-                Err(StoreError::SideConflict) => return Err(EngineError::SessionExists),
-                // Another session of the workspace took that revision.
-                Err(StoreError::RevisionRegression { current }) => revision = Some(current + 1),
-                Err(e) => return Err(e.into()),
-            }
+        let batch = Batch {
+            session_id: sid.clone(),
+            expected_head: 0,
+            side: vec![side(
+                SideSpace::Session,
+                &sid,
+                Expect::Absent,
+                meta.encode(),
+            )],
+            ..Batch::default()
+        };
+        match self
+            .append_watch(batch, meta.workspace_id.as_deref(), "session.created", &sid)
+            .await
+        {
+            Ok(_) => Ok(sid),
+            Err(StoreError::SideConflict) => Err(EngineError::SessionExists),
+            Err(e) => Err(e.into()),
         }
-        Err(EngineError::Contended)
     }
 
-    /// A workspace watch event for `sid`, at the revision after the
-    /// workspace's newest.
-    async fn workspace_notice(
+    /// A workspace watch event for `sid` at `revision`, or else at the one
+    /// after the newest this engine knows for the workspace. A guess that is
+    /// not newer is refused by the store with the current revision, which
+    /// the caller retries after ([`Engine::append_watch`]), so no scan of
+    /// the stream is needed.
+    fn workspace_notice(
         &self,
         ws: &str,
         ty: &str,
         sid: &str,
         revision: Option<u64>,
     ) -> Result<narad_store::WatchWrite, EngineError> {
-        let revision = match revision {
-            Some(r) => r,
-            None => {
-                let mut after = 0;
-                loop {
-                    let page = self.inner.store.read_watch(ws, after, 1024).await?;
-                    if let Some(w) = page.events.last() {
-                        after = w.revision;
-                    }
-                    if page.next.is_none() {
-                        break after + 1;
-                    }
-                }
-            }
-        };
+        let revision = revision.unwrap_or_else(|| {
+            self.inner
+                .workspace_revisions
+                .lock()
+                .map_or(0, |m| m.get(ws).copied().unwrap_or(0))
+                + 1
+        });
         let event_id = self.inner.ids.next_id("evt");
         let bytes = serde_json::to_vec(&json!({
             "type": ty, "protocolVersion": narad_core::PROTOCOL_VERSION,
@@ -560,6 +550,43 @@ impl<S: Store + 'static> Engine<S> {
                 bytes: Bytes::from(bytes),
             },
         })
+    }
+
+    /// Appends `batch` plus a workspace watch event `ty` for `sid` (when
+    /// the session has a workspace), moving the revision past another
+    /// writer's when the store reports one. Returns the revision used.
+    async fn append_watch(
+        &self,
+        batch: Batch,
+        ws: Option<&str>,
+        ty: &str,
+        sid: &str,
+    ) -> Result<u64, StoreError> {
+        let mut revision = None;
+        for _ in 0..=self.inner.config.max_retries {
+            let mut b = batch.clone();
+            let mut rev = 0;
+            if let Some(ws) = ws {
+                let w = self
+                    .workspace_notice(ws, ty, sid, revision)
+                    .map_err(|e| StoreError::Backend(e.to_string()))?;
+                rev = w.event.revision;
+                b.watch.push(w);
+            }
+            match self.inner.store.append(b).await {
+                Ok(_) => {
+                    if let (Some(ws), Ok(mut m)) = (ws, self.inner.workspace_revisions.lock()) {
+                        let known = m.entry(ws.to_owned()).or_default();
+                        *known = (*known).max(rev);
+                    }
+                    return Ok(rev);
+                }
+                // Another session of the workspace took that revision.
+                Err(StoreError::RevisionRegression { current }) => revision = Some(current + 1),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(StoreError::Backend("workspace revision kept moving".into()))
     }
 
     /// The command loop: hydrate if needed, plan from the reduced state,
@@ -1391,23 +1418,9 @@ impl<S: Store + 'static> Engine<S> {
             self.meta(session_id).await?.workspace_id.ok_or_else(|| {
                 EngineError::InvalidCommand("the session has no workspace".into())
             })?;
-        let mut revision = None;
-        for _ in 0..=self.inner.config.max_retries {
-            let w = self
-                .workspace_notice(&ws, kind, session_id, revision)
-                .await?;
-            let rev = w.event.revision;
-            let batch = Batch {
-                watch: vec![w],
-                ..Batch::default()
-            };
-            match self.inner.store.append(batch).await {
-                Ok(_) => return Ok(rev),
-                Err(StoreError::RevisionRegression { current }) => revision = Some(current + 1),
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(EngineError::Contended)
+        Ok(self
+            .append_watch(Batch::default(), Some(&ws), kind, session_id)
+            .await?)
     }
 
     /// A workspace's watch stream after `after` (a revision).

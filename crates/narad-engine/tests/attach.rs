@@ -158,6 +158,10 @@ async fn the_workspace_stream_announces_created_updated_archived() {
     e.create_session(&me(), new("b")).await.unwrap();
     assert_eq!(e.announce_session(&me(), "a", false).await.unwrap(), 3);
     assert_eq!(e.announce_session(&me(), "a", true).await.unwrap(), 4);
+    // A second engine on the same store knows no revision yet: the store
+    // tells it the current one and it lands after it.
+    let other = narad_engine::Engine::new(e.store().clone());
+    assert_eq!(other.announce_session(&me(), "b", false).await.unwrap(), 5);
     let page = e.workspace_watch(&me(), "ws-1", 0, 100).await.unwrap();
     let types: Vec<String> = page
         .events
@@ -175,7 +179,8 @@ async fn the_workspace_stream_announces_created_updated_archived() {
             "session.created",
             "session.created",
             "session.updated",
-            "session.archived"
+            "session.archived",
+            "session.updated"
         ]
     );
     let mut c = Checker::default();
