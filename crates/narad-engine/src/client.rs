@@ -44,6 +44,14 @@ fn corrupt() -> EngineError {
     ))
 }
 
+/// A string field of a stored record (`""` when absent).
+fn str_field(v: &Value, field: &str) -> String {
+    v.get(field)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
 fn parse_time(v: &Value, field: &str) -> Option<SystemTime> {
     v.get(field)
         .and_then(Value::as_str)
@@ -55,6 +63,8 @@ fn parse_time(v: &Value, field: &str) -> Option<SystemTime> {
 pub(crate) struct Clients {
     outboxes: Mutex<HashMap<String, Arc<Outbox>>>,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Executors this engine has already recorded in `Lease/*`.
+    remembered: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Clients {
@@ -263,6 +273,16 @@ impl<S: Store + 'static> Engine<S> {
 
     /// Registers `executor` in the durable list of executors (idempotent).
     async fn remember_executor(&self, executor: &str) -> Result<(), EngineError> {
+        // The list only grows: once recorded, no need to read it again.
+        let known = |c: &Clients| c.remembered.lock().is_ok_and(|r| r.contains(executor));
+        if known(&self.inner.clients) {
+            return Ok(());
+        }
+        let done = |c: &Clients| {
+            if let Ok(mut r) = c.remembered.lock() {
+                r.insert(executor.to_owned());
+            }
+        };
         for _ in 0..=self.inner.config.max_retries {
             let raw = self
                 .inner
@@ -274,6 +294,7 @@ impl<S: Store + 'static> Engine<S> {
                 None => Vec::new(),
             };
             if list.iter().any(|e| e == executor) {
+                done(&self.inner.clients);
                 return Ok(());
             }
             list.push(executor.to_owned());
@@ -284,7 +305,10 @@ impl<S: Store + 'static> Engine<S> {
                 ..narad_store::Batch::default()
             };
             match self.inner.store.append(batch).await {
-                Ok(_) => return Ok(()),
+                Ok(_) => {
+                    done(&self.inner.clients);
+                    return Ok(());
+                }
                 Err(StoreError::SideConflict) => continue,
                 Err(e) => return Err(e.into()),
             }
@@ -563,12 +587,7 @@ impl<S: Store + 'static> Engine<S> {
             let Some((raw, t)) = self.token(&execution_token).await? else {
                 return Err(client_err("token_unknown", "no such execution token"));
             };
-            let field = |k: &str| {
-                t.get(k)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
-            };
+            let field = |k: &str| str_field(&t, k);
             if field("executor") != client_executor_id {
                 return Err(client_err(
                     "executor_mismatch",
@@ -665,12 +684,7 @@ impl<S: Store + 'static> Engine<S> {
             let Some((raw, t)) = self.token(token).await? else {
                 return Err(client_err("token_unknown", "no such execution token"));
             };
-            let field = |k: &str| {
-                t.get(k)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
-            };
+            let field = |k: &str| str_field(&t, k);
             let executor = field("executor");
             let done = t.get("finish").is_some_and(|f| !f.is_null())
                 || t.get("closed").is_some_and(|c| !c.is_null());
@@ -682,10 +696,11 @@ impl<S: Store + 'static> Engine<S> {
             closed["closed"] = code.into();
             let r = self
                 .command(p, &sid, |j| {
-                    let open = j
+                    let open_in = j
                         .checker
                         .tool_call(&j.session_id, &tool)
-                        .is_some_and(|(_, open)| open);
+                        .filter(|(_, open)| *open)
+                        .map(|(run, _)| run.to_owned());
                     let mut plan = Plan::of(Vec::new(), false);
                     if !done {
                         plan.side.push(side(
@@ -698,14 +713,10 @@ impl<S: Store + 'static> Engine<S> {
                     if next.pending.len() != rec.pending.len() {
                         plan.side.push(next.write(&executor));
                     }
-                    if open && !done {
-                        let (run, _) = j
-                            .checker
-                            .tool_call(&j.session_id, &tool)
-                            .ok_or(EngineError::UnknownToolCall)?;
+                    if let (Some(run), false) = (open_in, done) {
                         plan.drafts.push(Draft::new(
                             "tool.call.finished",
-                            j.run_at(run)?,
+                            j.run_at(&run)?,
                             json!({"toolCallId": tool, "outcome": "error",
                                    "response": {"code": code}, "code": code,
                                    "message": closure_message(code)}),
@@ -779,12 +790,7 @@ impl<S: Store + 'static> Engine<S> {
                 let Some((_, t)) = self.token(token).await? else {
                     continue;
                 };
-                let field = |k: &str| {
-                    t.get(k)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned()
-                };
+                let field = |k: &str| str_field(&t, k);
                 let (sid, run) = (field("sessionId"), field("runId"));
                 if paused.iter().any(|(s, r, _)| *s == sid && *r == run) {
                     continue;
@@ -845,12 +851,7 @@ fn closure_message(code: &str) -> &'static str {
 }
 
 fn execute_message(token: &str, t: &Value) -> Bytes {
-    let field = |k: &str| {
-        t.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
+    let field = |k: &str| str_field(t, k);
     control(&ControlPayload::ClientToolExecute {
         client_executor_id: field("executor"),
         lease_id: field("lease"),
