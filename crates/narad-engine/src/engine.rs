@@ -1486,32 +1486,25 @@ impl<S: Store + 'static> Engine<S> {
                 "one import holds one session".into(),
             ));
         }
-        let first_type = first
-            .wire
-            .json()
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        self.authorize(
-            p,
-            Action::Write {
-                session_id: &sid,
-                event_type: &first_type,
-            },
-        )?;
-        for ev in &events {
-            let ty = ev
-                .wire
-                .json()
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            if (ty.starts_with("trace.") || ty.starts_with("debug."))
-                && !self.inner.auth.may_debug(p)
-            {
-                return Err(EngineError::NotAuthorized);
-            }
+        // Every type is authorized (the trace/debug gate included), each once.
+        let types: std::collections::BTreeSet<&str> = events
+            .iter()
+            .map(|ev| {
+                ev.wire
+                    .json()
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+            })
+            .collect();
+        for event_type in types {
+            self.authorize(
+                p,
+                Action::Write {
+                    session_id: &sid,
+                    event_type,
+                },
+            )?;
         }
         let cell = self.cell(&sid);
         let mut slot = cell.lock().await;

@@ -913,3 +913,33 @@ async fn history_through_the_engine_pages_and_refuses_cursor_conflicts() {
         "cursor_conflict"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_authorizes_every_event_type_and_gates_debug() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let line = |seq: u64, body: &str| {
+        format!(
+            r#"{{"protocolVersion":"narad/v1","eventId":"e{seq}","timestamp":"2026-08-05T00:00:00Z","sessionId":"imp","sessionSequence":{seq},{body}}}"#
+        )
+        .into_bytes()
+    };
+    let journal_with_debug = vec![
+        line(
+            1,
+            r#""type":"message.user.recorded","messageId":"m","messageScope":"session","content":"hi""#,
+        ),
+        line(2, r#""type":"debug.log","level":"info","message":"x""#),
+    ];
+    // The debug event is not the first: it is still gated.
+    assert_eq!(
+        e.import(&me(), &journal_with_debug)
+            .await
+            .unwrap_err()
+            .code(),
+        "not_authorized"
+    );
+    assert_eq!(e.store().head("imp").await.unwrap(), 0);
+    let (sid, n) = e.import(&me(), &journal_with_debug[..1]).await.unwrap();
+    assert_eq!((sid.as_str(), n), ("imp", 1));
+}
