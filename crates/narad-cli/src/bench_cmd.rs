@@ -10,7 +10,7 @@ use narad_store::{bench, Store};
 use narad_stores::AnyStore;
 use serde_json::{json, Value};
 
-use crate::store_cmds::Outcome;
+use crate::store_cmds::{self, Outcome};
 
 fn emit(json_out: bool, figures: Value) {
     if json_out {
@@ -54,36 +54,15 @@ pub async fn append(store: AnyStore, full: bool, json_out: bool) -> Outcome {
 }
 
 pub async fn replay(store: AnyStore, json_out: bool) -> Outcome {
-    let mut sessions = Vec::new();
-    loop {
-        let page = store
-            .list_sessions(sessions.last().map(String::as_str), 1000)
-            .await
-            .map_err(|e| e.to_string())?;
-        if page.is_empty() {
-            break;
-        }
-        sessions.extend(page);
-    }
+    let sessions = store_cmds::all_sessions(&store).await?;
     let (mut events, mut refused) = (0u64, 0u64);
     let t = Instant::now();
     for sid in &sessions {
         let mut c = Checker::default();
-        let mut after = 0;
-        loop {
-            let page = store
-                .read_session(sid, after, 4096)
-                .await
-                .map_err(|e| e.to_string())?;
-            for ev in &page.events {
-                events += 1;
-                if c.push_bytes(&ev.bytes).is_err() {
-                    refused += 1;
-                }
-                after = ev.position.session_sequence;
-            }
-            if page.next.is_none() {
-                break;
+        for ev in store_cmds::journal(&store, sid, 0).await? {
+            events += 1;
+            if c.push_bytes(&ev.bytes).is_err() {
+                refused += 1;
             }
         }
     }

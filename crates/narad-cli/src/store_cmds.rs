@@ -15,7 +15,7 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-async fn all_sessions(store: &AnyStore) -> Result<Vec<String>, String> {
+pub async fn all_sessions(store: &AnyStore) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     loop {
         let page = store
@@ -29,7 +29,7 @@ async fn all_sessions(store: &AnyStore) -> Result<Vec<String>, String> {
     }
 }
 
-async fn journal(store: &AnyStore, sid: &str, after: u64) -> Result<Vec<StoredEvent>, String> {
+pub async fn journal(store: &AnyStore, sid: &str, after: u64) -> Result<Vec<StoredEvent>, String> {
     let mut out = Vec::new();
     let mut cursor = after;
     loop {
