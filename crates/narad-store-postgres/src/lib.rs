@@ -158,10 +158,7 @@ impl PostgresStore {
                     drop(deadpool_postgres::Object::take(dead));
                     continue;
                 }
-                Err(e) if self.pool.is_closed() => {
-                    let _ = e;
-                    return Err(StoreError::Closed);
-                }
+                Err(_) if self.pool.is_closed() => return Err(StoreError::Closed),
                 Err(e) => last = e.to_string(),
             }
             tokio::time::sleep(backoff).await;
