@@ -109,22 +109,30 @@ enum Which {
 }
 
 async fn run(command: Command) -> store_cmds::Outcome {
+    // Only commands that write may create a store; reads open existing ones.
     let open =
         |url: String| async move { narad_stores::open(&url).await.map_err(|e| e.to_string()) };
+    let existing = |url: String| async move {
+        narad_stores::open_existing(&url)
+            .await
+            .map_err(|e| e.to_string())
+    };
     match command {
         Command::Validate(_) => Ok(0),
-        Command::Sessions { store } => store_cmds::sessions(&open(store).await?).await,
-        Command::Show { store, session } => store_cmds::show(&open(store).await?, &session).await,
+        Command::Sessions { store } => store_cmds::sessions(&existing(store).await?).await,
+        Command::Show { store, session } => {
+            store_cmds::show(&existing(store).await?, &session).await
+        }
         Command::Export {
             store,
             session,
             after,
             all,
-        } => store_cmds::export(&open(store).await?, session.as_deref(), after, all).await,
+        } => store_cmds::export(&existing(store).await?, session.as_deref(), after, all).await,
         Command::Import { store, files } => store_cmds::import(open(store).await?, &files).await,
-        Command::Verify { store } => store_cmds::verify(&open(store).await?).await,
+        Command::Verify { store } => store_cmds::verify(&store).await,
         Command::Migrate { from, to } => {
-            let (from, to) = (open(from).await?, open(to).await?);
+            let (from, to) = (existing(from).await?, open(to).await?);
             store_cmds::migrate(&from, &to).await
         }
         Command::Bench {
@@ -133,7 +141,10 @@ async fn run(command: Command) -> store_cmds::Outcome {
             json,
             full,
         } => {
-            let store = open(store).await?;
+            let store = match which {
+                Which::Replay => existing(store).await?,
+                Which::Append | Which::Engine => open(store).await?,
+            };
             match which {
                 Which::Append => bench_cmd::append(store, full, json).await,
                 Which::Replay => bench_cmd::replay(store, json).await,
@@ -143,7 +154,20 @@ async fn run(command: Command) -> store_cmds::Outcome {
     }
 }
 
+/// Where the last panic happened, for the one line `main` prints if a
+/// panic escapes (the store backends catch theirs and report typed errors).
+static PANICKED_AT: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
 fn main() -> ExitCode {
+    // No panic message or backtrace on stderr: a caught panic becomes a
+    // typed error line, and an escaped one is reported below in one line.
+    std::panic::set_hook(Box::new(|info| {
+        if let Ok(mut at) = PANICKED_AT.lock() {
+            *at = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()));
+        }
+    }));
     let cli = Cli::parse();
     if let Command::Validate(args) = &cli.command {
         return validate::run(args);
@@ -158,11 +182,22 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match rt.block_on(run(cli.command)) {
-        Ok(code) => ExitCode::from(code),
-        Err(e) => {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.block_on(run(cli.command))
+    }));
+    match outcome {
+        Ok(Ok(code)) => ExitCode::from(code),
+        Ok(Err(e)) => {
             eprintln!("narad: {e}");
             ExitCode::from(1)
+        }
+        Err(_) => {
+            let at = PANICKED_AT.lock().ok().and_then(|a| a.clone());
+            eprintln!(
+                "narad: internal error (panic at {})",
+                at.as_deref().unwrap_or("an unknown place")
+            );
+            ExitCode::from(101)
         }
     }
 }

@@ -5,7 +5,9 @@ use std::io::{IsTerminal, Write};
 
 use narad_core::checker::{Checker, Run};
 use narad_engine::{Engine, Principal};
-use narad_store::{Batch, Expect, SideSpace, SideWrite, Store, StoredEvent};
+use narad_store::{
+    row, Batch, Damage, Expect, SideSpace, SideWrite, Store, StoreError, StoredEvent,
+};
 use narad_stores::AnyStore;
 use serde_json::Value;
 
@@ -15,8 +17,10 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
+/// Every session id, in order; each page must continue after the last id
+/// (a damaged store must not make this loop forever).
 pub async fn all_sessions(store: &AnyStore) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
+    let mut out: Vec<String> = Vec::new();
     loop {
         let page = store
             .list_sessions(out.last().map(String::as_str), 1000)
@@ -25,23 +29,44 @@ pub async fn all_sessions(store: &AnyStore) -> Result<Vec<String>, String> {
         if page.is_empty() {
             return Ok(out);
         }
-        out.extend(page);
+        for sid in page {
+            if out.last().is_some_and(|last| sid <= *last) {
+                return Err(err(StoreError::corrupt(
+                    Damage::CursorStalled,
+                    Some(&sid),
+                    None,
+                )));
+            }
+            out.push(sid);
+        }
     }
 }
 
-pub async fn journal(store: &AnyStore, sid: &str, after: u64) -> Result<Vec<StoredEvent>, String> {
+/// A session's stored events after `after`; the cursor must advance with
+/// every page, and every row agrees with its key (the store checks).
+pub async fn read_journal(
+    store: &AnyStore,
+    sid: &str,
+    after: u64,
+) -> Result<Vec<StoredEvent>, StoreError> {
     let mut out = Vec::new();
     let mut cursor = after;
     loop {
-        let page = store.read_session(sid, cursor, 4096).await.map_err(err)?;
-        if let Some(last) = page.events.last() {
-            cursor = last.position.session_sequence;
+        let page = store.read_session(sid, cursor, 4096).await?;
+        let before = cursor;
+        for ev in &page.events {
+            cursor = row::advance(sid, cursor, ev.position.session_sequence)?;
         }
         out.extend(page.events);
         if page.next.is_none() {
             return Ok(out);
         }
+        row::advance(sid, before, cursor)?;
     }
+}
+
+pub async fn journal(store: &AnyStore, sid: &str, after: u64) -> Result<Vec<StoredEvent>, String> {
+    read_journal(store, sid, after).await.map_err(err)
 }
 
 /// Replays a stored journal; `Err((sequence, message))` at the first refusal.
@@ -227,11 +252,72 @@ pub async fn import(store: AnyStore, files: &[std::path::PathBuf]) -> Outcome {
     Ok(u8::from(failed > 0))
 }
 
-/// `narad verify`
-pub async fn verify(store: &AnyStore) -> Outcome {
-    let (mut ok, mut bad) = (0, 0);
-    for sid in all_sessions(store).await? {
-        let events = journal(store, &sid, 0).await?;
+/// The first damage of one session's rows against its keys and its head
+/// record: `(position, kind)`, or the events when the rows are sound.
+async fn inspect(
+    store: &AnyStore,
+    sid: &str,
+) -> Result<Result<Vec<StoredEvent>, (Option<u64>, Damage)>, String> {
+    let head = store.head(sid).await.map_err(err)?;
+    let events = match read_journal(store, sid, 0).await {
+        Ok(events) => events,
+        Err(StoreError::Corrupt {
+            damage, position, ..
+        }) => return Ok(Err((position, damage))),
+        Err(e) => return Err(err(e)),
+    };
+    // The store checked each row against its own key; the keys must also
+    // run 1, 2, … up to the head record.
+    for (i, ev) in events.iter().enumerate() {
+        let want = i as u64 + 1;
+        if ev.position.session_sequence != want {
+            return Ok(Err((Some(want), Damage::Gap)));
+        }
+    }
+    let last = events.len() as u64;
+    if head > last {
+        return Ok(Err((Some(last + 1), Damage::MissingRows)));
+    }
+    if head < last {
+        return Ok(Err((Some(head + 1), Damage::RowsPastHead)));
+    }
+    Ok(Ok(events))
+}
+
+/// `narad verify`: the backend's own integrity check where it has one,
+/// then every session's rows against their keys and head record, then
+/// every journal through the checker. One line per damaged or refused
+/// session, a summary with counts per damage kind; exit 1 on any finding.
+pub async fn verify(url: &str) -> Outcome {
+    let mut kinds: std::collections::BTreeMap<&'static str, u64> = Default::default();
+    match narad_stores::check_integrity(url).await {
+        Ok(Some(true) | None) => {}
+        Ok(Some(false)) => {
+            println!("store file: damaged, repaired by the backend's integrity check (file)");
+            *kinds.entry(Damage::File.code()).or_default() += 1;
+        }
+        Err(e @ StoreError::Corrupt { .. }) => {
+            println!("store file: damaged (file): {e}");
+            println!("0 sessions valid, 0 refused, 1 damaged (file: 1)");
+            return Ok(1);
+        }
+        Err(e) => return Err(err(e)),
+    }
+    let store = narad_stores::open_existing(url).await.map_err(err)?;
+    let (mut ok, mut bad, mut damaged) = (0, 0, 0);
+    for sid in all_sessions(&store).await? {
+        let events = match inspect(&store, &sid).await? {
+            Ok(events) => events,
+            Err((position, damage)) => {
+                damaged += 1;
+                *kinds.entry(damage.code()).or_default() += 1;
+                match position {
+                    Some(p) => println!("{sid}: damaged at position {p} ({})", damage.code()),
+                    None => println!("{sid}: damaged ({})", damage.code()),
+                }
+                continue;
+            }
+        };
         match check(&events).1 {
             Ok(()) => ok += 1,
             Err((seq, why)) => {
@@ -240,8 +326,16 @@ pub async fn verify(store: &AnyStore) -> Outcome {
             }
         }
     }
-    println!("{ok} sessions valid, {bad} refused");
-    Ok(u8::from(bad > 0))
+    let counts: Vec<String> = kinds.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+    if counts.is_empty() {
+        println!("{ok} sessions valid, {bad} refused, {damaged} damaged");
+    } else {
+        println!(
+            "{ok} sessions valid, {bad} refused, {damaged} damaged ({})",
+            counts.join(", ")
+        );
+    }
+    Ok(u8::from(bad > 0 || !kinds.is_empty()))
 }
 
 /// `narad migrate`: copies every session's journal and its host metadata

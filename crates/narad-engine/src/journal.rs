@@ -172,6 +172,7 @@ impl Journal {
         loop {
             let page = store.read_session(session_id, j.head, 1024).await?;
             for ev in &page.events {
+                narad_store::row::advance(session_id, j.head, ev.position.session_sequence)?;
                 j.checker.push_bytes(&ev.bytes).map_err(|r| {
                     EngineError::Store(narad_store::StoreError::Backend(format!(
                         "stored journal is refused by the checker at {}: {}",
@@ -183,6 +184,10 @@ impl Journal {
             }
             if page.next.is_none() {
                 return Ok(j);
+            }
+            if page.events.is_empty() {
+                // More remain, yet the cursor did not move: a typed error.
+                narad_store::row::advance(session_id, j.head, j.head)?;
             }
         }
     }

@@ -55,7 +55,11 @@ impl<S: Store> Follow<S> {
     pub async fn next(&mut self) -> Result<Option<StoredEvent>, EngineError> {
         loop {
             if let Some(ev) = self.buffered.pop_front() {
-                self.cursor = ev.position.session_sequence;
+                self.cursor = narad_store::row::advance(
+                    &self.session_id,
+                    self.cursor,
+                    ev.position.session_sequence,
+                )?;
                 return Ok(Some(ev));
             }
             let page = self

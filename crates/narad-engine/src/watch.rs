@@ -77,7 +77,11 @@ impl<S: Store> WatchFollow<S> {
             let mut wfs: BTreeMap<String, u64> = BTreeMap::new();
             let mut last = self.cursor;
             for ev in &page.events {
-                last = ev.position.session_sequence;
+                last = narad_store::row::advance(
+                    &self.session_id,
+                    last,
+                    ev.position.session_sequence,
+                )?;
                 if let Some((root, seq)) = &ev.position.run {
                     let run_id = serde_json::from_slice::<Value>(&ev.bytes)
                         .ok()

@@ -35,16 +35,24 @@ use bytes::Bytes;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use narad_store::group::Announcer;
 use narad_store::{
-    plan_batch, Appended, Batch, Commit, Expect, Page, Plan, Scope, SideSpace, SideWrite, Store,
-    StoreError, StoredEvent, StoredWatch, Subscription, View, WatchPage, WatchWrite,
+    plan_batch, row, Appended, Batch, Commit, Damage, Expect, Page, Plan, Scope, SideSpace,
+    SideWrite, Store, StoreError, StoredEvent, StoredWatch, Subscription, View, WatchPage,
+    WatchWrite,
 };
-use tokio_postgres::NoTls;
+use tokio_postgres::{NoTls, Row};
 
 /// The layout version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = 2;
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
+}
+
+/// Column `i` of a row; a value of another type than the layout's (a
+/// damaged or hand-altered table) is [`StoreError::Corrupt`], never a panic.
+fn col<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, i: usize) -> Result<T, StoreError> {
+    row.try_get(i)
+        .map_err(|_| StoreError::corrupt(Damage::WrongType, None, None))
 }
 
 use narad_store::{from_sql_int as uint, to_sql_int as int};
@@ -102,6 +110,17 @@ impl PostgresStore {
     /// A schema written by a newer layout is refused with
     /// [`StoreError::NewerSchema`].
     pub async fn open(url: &str, schema: &str) -> Result<Self, StoreError> {
+        Self::open_mode(url, schema, true).await
+    }
+
+    /// Connects to a store that exists already: a schema without a Narad
+    /// layout is [`StoreError::NotFound`] naming the schema, and nothing is
+    /// created. For commands that only read.
+    pub async fn open_existing(url: &str, schema: &str) -> Result<Self, StoreError> {
+        Self::open_mode(url, schema, false).await
+    }
+
+    async fn open_mode(url: &str, schema: &str, create: bool) -> Result<Self, StoreError> {
         if !valid_schema(schema) {
             return Err(StoreError::Backend(format!(
                 "invalid schema name `{schema}`"
@@ -119,6 +138,19 @@ impl PostgresStore {
             .max_size(16)
             .build()
             .map_err(backend)?;
+        if !create {
+            let c = pool.get().await.map_err(backend)?;
+            let meta = format!("{schema}.meta");
+            let row = c
+                .query_one("SELECT to_regclass($1)::TEXT", &[&meta])
+                .await
+                .map_err(backend)?;
+            if col::<Option<String>>(&row, 0)?.is_none() {
+                return Err(StoreError::NotFound {
+                    path: format!("schema {schema}"),
+                });
+            }
+        }
         migrate(&pool, schema).await?;
         let announcer = Announcer::default();
         let (listening, ready) = tokio::sync::oneshot::channel();
@@ -169,17 +201,25 @@ impl PostgresStore {
         )))
     }
 
+    /// One page; `sql` selects `(seq, cursor, bytes)` ordered by cursor.
+    /// `scope` is `None` for session reads (the cursor is `seq`). Each
+    /// row's bytes are checked against its key.
     async fn page(
         &self,
         sql: &str,
-        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+        sid: &str,
+        scope: Option<(Scope, &str)>,
         after: u64,
         limit: usize,
     ) -> Result<Page, StoreError> {
         let c = self.client().await?;
         let stmt = c.prepare_cached(&self.sql(sql)).await.map_err(backend)?;
         let take = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
-        let mut all: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params.to_vec();
+        let mut all: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&sid];
+        let scope_id = scope.map(|(_, id)| id);
+        if let Some(id) = &scope_id {
+            all.push(id);
+        }
         let after_i = int(after)?;
         all.push(&after_i);
         all.push(&take);
@@ -192,10 +232,35 @@ impl PostgresStore {
                 next = Some(last);
                 break;
             }
-            last = uint(row.get::<_, i64>(0))?;
-            out.push(StoredEvent::from_stored_bytes(row.get::<_, &[u8]>(1))?);
+            let seq = uint(col(&row, 0).map_err(|e| in_session(e, sid))?)?;
+            let cursor = uint(col(&row, 1).map_err(|e| in_session(e, sid))?)?;
+            let bytes: &[u8] = col(&row, 2).map_err(|e| in_session(e, sid))?;
+            last = row::advance(sid, last, cursor)?;
+            let bytes = Bytes::copy_from_slice(bytes);
+            out.push(match scope {
+                None => row::decode_event(sid, seq, bytes)?,
+                Some((kind, id)) => row::decode_scoped_event(sid, seq, kind, id, cursor, bytes)?,
+            });
         }
         Ok(Page { events: out, next })
+    }
+}
+
+/// Names the session in a damage report that does not name one yet.
+fn in_session(e: StoreError, sid: &str) -> StoreError {
+    match e {
+        StoreError::Corrupt {
+            damage,
+            session: None,
+            position,
+            path,
+        } => StoreError::Corrupt {
+            damage,
+            session: Some(sid.to_owned()),
+            position,
+            path,
+        },
+        other => other,
     }
 }
 
@@ -219,7 +284,7 @@ async fn migrate(pool: &Pool, schema: &str) -> Result<(), StoreError> {
         )
         .await
         .map_err(backend)?
-        .map_or(0, |r| r.get(0));
+        .map_or(Ok(0), |r| col(&r, 0))?;
     if found > SCHEMA_VERSION {
         return Err(StoreError::NewerSchema {
             found: u32::try_from(found).unwrap_or(u32::MAX),
@@ -384,7 +449,7 @@ impl PostgresStore {
                 )
                 .await
                 .map_err(backend)?;
-            read.head = uint(row.get(0))?;
+            read.head = uint(col(&row, 0)?)?;
             let ids: Vec<&str> = batch.events.iter().map(|e| e.event_id.as_str()).collect();
             for row in tx
                 .query(
@@ -394,7 +459,8 @@ impl PostgresStore {
                 .await
                 .map_err(backend)?
             {
-                read.events.insert(row.get(0), (uint(row.get(1))?, row.get(2)));
+                read.events
+                    .insert(col(&row, 0)?, (uint(col(&row, 1)?)?, col(&row, 2)?));
             }
             let mut scopes = BTreeSet::new();
             for ev in &batch.events {
@@ -418,7 +484,7 @@ impl PostgresStore {
                     )
                     .await
                     .map_err(backend)?;
-                read.scope_heads.insert((tag, id), uint(row.get(0))?);
+                read.scope_heads.insert((tag, id), uint(col(&row, 0)?)?);
             }
         }
         for w in &batch.side {
@@ -431,7 +497,8 @@ impl PostgresStore {
                 .await
                 .map_err(backend)?;
             if let Some(r) = row {
-                read.side.insert((space(w.space), w.key.clone()), r.get(0));
+                read.side
+                    .insert((space(w.space), w.key.clone()), col(&r, 0)?);
             }
         }
         let workspaces: BTreeSet<&str> = batch
@@ -457,7 +524,7 @@ impl PostgresStore {
                 )
                 .await
                 .map_err(backend)?;
-            read.watch_heads.insert(ws.to_owned(), uint(row.get(0))?);
+            read.watch_heads.insert(ws.to_owned(), uint(col(&row, 0)?)?);
         }
         for w in &batch.watch {
             let row = tx
@@ -474,8 +541,10 @@ impl PostgresStore {
                 .await
                 .map_err(backend)?;
             if let Some(r) = row {
-                read.watch
-                    .insert((w.workspace_id.clone(), w.event.event_id.clone()), r.get(0));
+                read.watch.insert(
+                    (w.workspace_id.clone(), w.event.event_id.clone()),
+                    col(&r, 0)?,
+                );
             }
         }
         let (fresh, fresh_watch, appended) = match plan_batch(batch, &mut read)? {
@@ -632,7 +701,7 @@ impl Store for PostgresStore {
         c.query_opt(&stmt, &[&session_id])
             .await
             .map_err(backend)?
-            .map(|r| uint(r.get(0)))
+            .map(|r| uint(col(&r, 0).map_err(|e| in_session(e, session_id))?))
             .transpose()
             .map(|h| h.unwrap_or(0))
     }
@@ -644,8 +713,9 @@ impl Store for PostgresStore {
         limit: usize,
     ) -> Result<Page, StoreError> {
         self.page(
-            "SELECT seq, bytes FROM {s}.events WHERE session = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-            &[&session_id],
+            "SELECT seq, seq, bytes FROM {s}.events WHERE session = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+            session_id,
+            None,
             after,
             limit,
         )
@@ -660,8 +730,9 @@ impl Store for PostgresStore {
         limit: usize,
     ) -> Result<Page, StoreError> {
         self.page(
-            "SELECT rseq, bytes FROM {s}.events WHERE session = $1 AND root = $2 AND rseq > $3 ORDER BY rseq LIMIT $4",
-            &[&session_id, &root],
+            "SELECT seq, rseq, bytes FROM {s}.events WHERE session = $1 AND root = $2 AND rseq > $3 ORDER BY rseq LIMIT $4",
+            session_id,
+            Some((Scope::Run, root)),
             after,
             limit,
         )
@@ -676,8 +747,9 @@ impl Store for PostgresStore {
         limit: usize,
     ) -> Result<Page, StoreError> {
         self.page(
-            "SELECT wseq, bytes FROM {s}.events WHERE session = $1 AND wf = $2 AND wseq > $3 ORDER BY wseq LIMIT $4",
-            &[&session_id, &wf],
+            "SELECT seq, wseq, bytes FROM {s}.events WHERE session = $1 AND wf = $2 AND wseq > $3 ORDER BY wseq LIMIT $4",
+            session_id,
+            Some((Scope::Workflow, wf)),
             after,
             limit,
         )
@@ -699,7 +771,7 @@ impl Store for PostgresStore {
             .map_err(backend)?;
         let take = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = c.query(&stmt, &[&after, &take]).await.map_err(backend)?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        rows.iter().map(|r| col(r, 0)).collect()
     }
 
     async fn side(&self, space_: SideSpace, key: &str) -> Result<Option<Bytes>, StoreError> {
@@ -711,7 +783,8 @@ impl Store for PostgresStore {
         Ok(c.query_opt(&stmt, &[&space(space_), &key])
             .await
             .map_err(backend)?
-            .map(|r| Bytes::from(r.get::<_, Vec<u8>>(0))))
+            .map(|r| col::<Vec<u8>>(&r, 0).map(Bytes::from))
+            .transpose()?)
     }
 
     async fn read_watch(
@@ -741,8 +814,8 @@ impl Store for PostgresStore {
                 break;
             }
             out.push(StoredWatch::from_stored_bytes(
-                uint(row.get(0))?,
-                row.get::<_, &[u8]>(1),
+                uint(col(&row, 0)?)?,
+                col::<&[u8]>(&row, 1)?,
             )?);
         }
         Ok(WatchPage { events: out, next })

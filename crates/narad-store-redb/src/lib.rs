@@ -23,6 +23,7 @@
 //! # Ok(()) }
 //! ```
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -30,8 +31,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use narad_store::group::{GroupCommit, GroupStats, GroupWriter};
 use narad_store::{
-    plan_batch, Appended, Batch, Page, Plan, Scope, SideSpace, SideWrite, Store, StoreError,
-    StoredEvent, StoredWatch, Subscription, View, WatchPage, WatchWrite,
+    plan_batch, row, Appended, Batch, Damage, Page, Plan, Scope, SideSpace, SideWrite, Store,
+    StoreError, StoredEvent, StoredWatch, Subscription, View, WatchPage, WatchWrite,
 };
 use redb::{Database, ReadableDatabase, ReadableTable, Table, TableDefinition, WriteTransaction};
 
@@ -87,6 +88,8 @@ pub struct RedbStore {
     /// `None` once closed; reads take a clone so close never waits on them.
     db: Arc<std::sync::RwLock<Option<Arc<Database>>>>,
     group: Arc<GroupCommit>,
+    /// The file, named in damage reports.
+    path: Arc<Path>,
 }
 
 impl std::fmt::Debug for RedbStore {
@@ -99,6 +102,33 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
+/// A redb failure: what redb reports as corruption is
+/// [`StoreError::Corrupt`]; anything else a backend failure.
+fn rerr(e: impl Into<redb::Error>) -> StoreError {
+    match e.into() {
+        redb::Error::Corrupted(_) => StoreError::corrupt(Damage::File, None, None),
+        other => backend(other),
+    }
+}
+
+/// Runs `f`, which calls into redb, turning a panic into
+/// [`StoreError::Corrupt`] naming `path`.
+///
+/// redb 4 can panic on a damaged file (an unwrapped slice conversion, an
+/// out-of-range index, `unreachable!` on an unknown page type) instead of
+/// returning `Corrupted`. Every redb call of this crate runs inside this
+/// guard, on the blocking pool or the writer thread, so such a panic
+/// reaches the caller as a typed error and never unwinds through tokio.
+/// The process's panic hook still runs first: a library does not replace
+/// it, so the default hook prints the panic message; an application that
+/// wants silence installs its own hook (the `narad` CLI does).
+fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(|e| e.at_path(path)),
+        Err(_) => Err(StoreError::corrupt(Damage::File, None, None).at_path(path)),
+    }
+}
+
 fn space(s: SideSpace) -> u8 {
     s.id()
 }
@@ -107,20 +137,64 @@ impl RedbStore {
     /// Opens (or creates) the store file at `path`. A file written by a newer
     /// layout is refused with [`StoreError::NewerSchema`].
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let path = path.as_ref().to_owned();
-        tokio::task::spawn_blocking(move || Self::open_blocking(&path))
+        Self::open_mode(path.as_ref(), true).await
+    }
+
+    /// Opens the store file at `path` only if it exists: a missing file is
+    /// [`StoreError::NotFound`] naming the path, and nothing is created.
+    /// For commands that only read.
+    pub async fn open_existing(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_mode(path.as_ref(), false).await
+    }
+
+    async fn open_mode(path: &Path, create: bool) -> Result<Self, StoreError> {
+        let path = path.to_owned();
+        tokio::task::spawn_blocking(move || guarded(&path, || Self::open_blocking(&path, create)))
             .await
             .map_err(backend)?
     }
 
-    fn open_blocking(path: &Path) -> Result<Self, StoreError> {
-        let db = Arc::new(Database::create(path).map_err(backend)?);
-        let tx = db.begin_write().map_err(backend)?;
+    /// Runs redb's own integrity check over the file at `path` (which no
+    /// store may hold open): `Ok(true)` when it passed, `Ok(false)` when it
+    /// failed and redb repaired the file, [`StoreError::Corrupt`] when it
+    /// could not be repaired, [`StoreError::NotFound`] when there is no file.
+    pub async fn check_integrity(path: impl AsRef<Path>) -> Result<bool, StoreError> {
+        let path = path.as_ref().to_owned();
+        tokio::task::spawn_blocking(move || {
+            guarded(&path, || {
+                if !path.exists() {
+                    return Err(StoreError::NotFound {
+                        path: path.display().to_string(),
+                    });
+                }
+                let mut db = redb::Builder::new()
+                    .set_check_integrity_on_open(true)
+                    .open(&path)
+                    .map_err(rerr)?;
+                db.check_integrity().map_err(rerr)
+            })
+        })
+        .await
+        .map_err(backend)?
+    }
+
+    fn open_blocking(path: &Path, create: bool) -> Result<Self, StoreError> {
+        let db = if create {
+            Database::create(path)
+        } else if path.exists() {
+            Database::open(path)
+        } else {
+            return Err(StoreError::NotFound {
+                path: path.display().to_string(),
+            });
+        };
+        let db = Arc::new(db.map_err(rerr)?);
+        let tx = db.begin_write().map_err(rerr)?;
         {
-            let mut meta = tx.open_table(META).map_err(backend)?;
+            let mut meta = tx.open_table(META).map_err(rerr)?;
             let found = meta
                 .get("schema_version")
-                .map_err(backend)?
+                .map_err(rerr)?
                 .map_or(0, |v| v.value());
             if found > SCHEMA_VERSION {
                 return Err(StoreError::NewerSchema {
@@ -129,23 +203,25 @@ impl RedbStore {
                 });
             }
             for step in MIGRATIONS.iter().skip(found as usize) {
-                step(&tx).map_err(backend)?;
+                step(&tx).map_err(rerr)?;
             }
             if found != SCHEMA_VERSION {
                 meta.insert("schema_version", SCHEMA_VERSION)
-                    .map_err(backend)?;
+                    .map_err(rerr)?;
             }
         }
-        tx.commit().map_err(backend)?;
+        tx.commit().map_err(rerr)?;
         let group = GroupCommit::start(
             "narad-redb",
             Writer {
                 db: Arc::clone(&db),
+                path: Arc::from(path),
             },
         )?;
         Ok(Self {
             db: Arc::new(std::sync::RwLock::new(Some(db))),
             group: Arc::new(group),
+            path: Arc::from(path),
         })
     }
 
@@ -164,7 +240,8 @@ impl RedbStore {
             .map_err(|_| StoreError::Closed)?
             .clone()
             .ok_or(StoreError::Closed)?;
-        tokio::task::spawn_blocking(move || f(&db))
+        let path = Arc::clone(&self.path);
+        tokio::task::spawn_blocking(move || guarded(&path, || f(&db)))
             .await
             .map_err(backend)?
     }
@@ -173,6 +250,7 @@ impl RedbStore {
 /// The write path, owned by the writer thread.
 struct Writer {
     db: Arc<Database>,
+    path: Arc<Path>,
 }
 
 /// The tables of one write transaction: what [`plan_batch`] reads and what
@@ -191,14 +269,14 @@ struct Tables<'t> {
 impl<'t> Tables<'t> {
     fn open(tx: &'t WriteTransaction) -> Result<Self, StoreError> {
         Ok(Self {
-            events: tx.open_table(EVENTS).map_err(backend)?,
-            ids: tx.open_table(IDS).map_err(backend)?,
-            heads: tx.open_table(HEADS).map_err(backend)?,
-            runs: tx.open_table(RUNS).map_err(backend)?,
-            wfs: tx.open_table(WORKFLOWS).map_err(backend)?,
-            side: tx.open_table(SIDE).map_err(backend)?,
-            watch: tx.open_table(WATCH).map_err(backend)?,
-            watch_ids: tx.open_table(WATCH_IDS).map_err(backend)?,
+            events: tx.open_table(EVENTS).map_err(rerr)?,
+            ids: tx.open_table(IDS).map_err(rerr)?,
+            heads: tx.open_table(HEADS).map_err(rerr)?,
+            runs: tx.open_table(RUNS).map_err(rerr)?,
+            wfs: tx.open_table(WORKFLOWS).map_err(rerr)?,
+            side: tx.open_table(SIDE).map_err(rerr)?,
+            watch: tx.open_table(WATCH).map_err(rerr)?,
+            watch_ids: tx.open_table(WATCH_IDS).map_err(rerr)?,
         })
     }
 
@@ -220,29 +298,29 @@ impl<'t> Tables<'t> {
             let seq = ev.position.session_sequence;
             self.events
                 .insert((sid, seq), ev.bytes.as_ref())
-                .map_err(backend)?;
+                .map_err(rerr)?;
             self.ids
                 .insert((sid, ev.event_id.as_str()), seq)
-                .map_err(backend)?;
+                .map_err(rerr)?;
             if let Some((root, rseq)) = &ev.position.run {
                 self.runs
                     .insert((sid, root.as_str(), *rseq), seq)
-                    .map_err(backend)?;
+                    .map_err(rerr)?;
             }
             if let Some((wf, wseq)) = &ev.position.workflow {
                 self.wfs
                     .insert((sid, wf.as_str(), *wseq), seq)
-                    .map_err(backend)?;
+                    .map_err(rerr)?;
             }
         }
         for w in fresh_watch {
             let ws = w.workspace_id.as_str();
             self.watch
                 .insert((ws, w.event.revision), w.event.bytes.as_ref())
-                .map_err(backend)?;
+                .map_err(rerr)?;
             self.watch_ids
                 .insert((ws, w.event.event_id.as_str()), w.event.revision)
-                .map_err(backend)?;
+                .map_err(rerr)?;
         }
         for w in &batch.side {
             let key = (space(w.space), w.key.as_str());
@@ -250,10 +328,10 @@ impl<'t> Tables<'t> {
                 Some(v) => self.side.insert(key, v.as_ref()).map(|_| ()),
                 None => self.side.remove(key).map(|_| ()),
             }
-            .map_err(backend)?;
+            .map_err(rerr)?;
         }
         if !fresh.is_empty() {
-            self.heads.insert(sid, appended.head).map_err(backend)?;
+            self.heads.insert(sid, appended.head).map_err(rerr)?;
         }
         Ok(Ok(appended))
     }
@@ -261,18 +339,14 @@ impl<'t> Tables<'t> {
 
 impl View for Tables<'_> {
     fn head(&mut self, sid: &str) -> Result<u64, StoreError> {
-        Ok(self
-            .heads
-            .get(sid)
-            .map_err(backend)?
-            .map_or(0, |v| v.value()))
+        Ok(self.heads.get(sid).map_err(rerr)?.map_or(0, |v| v.value()))
     }
 
     fn event(&mut self, sid: &str, ev: &StoredEvent) -> Result<Option<(u64, bool)>, StoreError> {
         let Some(seq) = self
             .ids
             .get((sid, ev.event_id.as_str()))
-            .map_err(backend)?
+            .map_err(rerr)?
             .map(|v| v.value())
         else {
             return Ok(None);
@@ -280,7 +354,7 @@ impl View for Tables<'_> {
         let same = self
             .events
             .get((sid, seq))
-            .map_err(backend)?
+            .map_err(rerr)?
             .is_some_and(|b| b.value() == ev.bytes.as_ref());
         Ok(Some((seq, same)))
     }
@@ -296,7 +370,7 @@ impl View for Tables<'_> {
         Ok(self
             .side
             .get((space(w.space), w.key.as_str()))
-            .map_err(backend)?
+            .map_err(rerr)?
             .map(|v| v.value().to_vec()))
     }
 
@@ -305,22 +379,19 @@ impl View for Tables<'_> {
         let Some(rev) = self
             .watch_ids
             .get((ws, w.event.event_id.as_str()))
-            .map_err(backend)?
+            .map_err(rerr)?
             .map(|v| v.value())
         else {
             return Ok(None);
         };
-        let stored = self.watch.get((ws, rev)).map_err(backend)?;
+        let stored = self.watch.get((ws, rev)).map_err(rerr)?;
         Ok(Some(
             stored.is_some_and(|b| b.value() == w.event.bytes.as_ref()),
         ))
     }
 
     fn watch_head(&mut self, ws: &str) -> Result<u64, StoreError> {
-        let mut r = self
-            .watch
-            .range((ws, 0)..=(ws, u64::MAX))
-            .map_err(backend)?;
+        let mut r = self.watch.range((ws, 0)..=(ws, u64::MAX)).map_err(rerr)?;
         match r.next_back() {
             Some(Ok((k, _))) => Ok(k.value().1),
             Some(Err(e)) => Err(backend(e)),
@@ -334,17 +405,20 @@ impl GroupWriter for Writer {
         &mut self,
         batches: &[Batch],
     ) -> Result<Vec<Result<Appended, StoreError>>, StoreError> {
-        let tx = self.db.begin_write().map_err(backend)?;
-        let outcomes = {
-            let mut tables = Tables::open(&tx)?;
-            let mut outcomes = Vec::with_capacity(batches.len());
-            for batch in batches {
-                outcomes.push(tables.apply(batch)?);
-            }
-            outcomes
-        };
-        tx.commit().map_err(backend)?;
-        Ok(outcomes)
+        let db = &self.db;
+        guarded(&self.path, || {
+            let tx = db.begin_write().map_err(rerr)?;
+            let outcomes = {
+                let mut tables = Tables::open(&tx)?;
+                let mut outcomes = Vec::with_capacity(batches.len());
+                for batch in batches {
+                    outcomes.push(tables.apply(batch)?);
+                }
+                outcomes
+            };
+            tx.commit().map_err(rerr)?;
+            Ok(outcomes)
+        })
     }
 }
 
@@ -355,7 +429,7 @@ fn last_key(
 ) -> Result<u64, StoreError> {
     let mut r = t
         .range((sid, scope, 0)..=(sid, scope, u64::MAX))
-        .map_err(backend)?;
+        .map_err(rerr)?;
     match r.next_back() {
         Some(Ok((k, _))) => Ok(k.value().2),
         Some(Err(e)) => Err(backend(e)),
@@ -364,52 +438,79 @@ fn last_key(
 }
 
 fn page_session(db: &Database, sid: &str, after: u64, limit: usize) -> Result<Page, StoreError> {
-    let tx = db.begin_read().map_err(backend)?;
-    let events = tx.open_table(EVENTS).map_err(backend)?;
+    let tx = db.begin_read().map_err(rerr)?;
+    let events = tx.open_table(EVENTS).map_err(rerr)?;
     let mut out = Vec::new();
     let mut next = None;
+    let mut last = after;
     for item in events
         .range((sid, after.saturating_add(1))..=(sid, u64::MAX))
-        .map_err(backend)?
+        .map_err(rerr)?
     {
-        let (_, v) = item.map_err(backend)?;
+        let (k, v) = item.map_err(rerr)?;
         if out.len() == limit {
-            next = Some(after + out.len() as u64);
+            next = Some(last);
             break;
         }
-        out.push(StoredEvent::from_stored_bytes(v.value())?);
+        let (key_sid, seq) = k.value();
+        if key_sid != sid {
+            return Err(StoreError::corrupt(Damage::File, Some(sid), Some(seq)));
+        }
+        last = row::advance(sid, last, seq)?;
+        out.push(row::decode_event(
+            sid,
+            seq,
+            Bytes::copy_from_slice(v.value()),
+        )?);
     }
     Ok(Page { events: out, next })
 }
 
 fn page_scope(
     db: &Database,
-    table: TableDefinition<(&str, &str, u64), u64>,
+    kind: Scope,
     sid: &str,
     scope: &str,
     after: u64,
     limit: usize,
 ) -> Result<Page, StoreError> {
-    let tx = db.begin_read().map_err(backend)?;
-    let index = tx.open_table(table).map_err(backend)?;
-    let events = tx.open_table(EVENTS).map_err(backend)?;
+    let table = match kind {
+        Scope::Run => RUNS,
+        Scope::Workflow => WORKFLOWS,
+    };
+    let tx = db.begin_read().map_err(rerr)?;
+    let index = tx.open_table(table).map_err(rerr)?;
+    let events = tx.open_table(EVENTS).map_err(rerr)?;
     let mut out = Vec::new();
     let mut next = None;
+    let mut last = after;
     for item in index
         .range((sid, scope, after.saturating_add(1))..=(sid, scope, u64::MAX))
-        .map_err(backend)?
+        .map_err(rerr)?
     {
-        let (k, seq) = item.map_err(backend)?;
+        let (k, seq) = item.map_err(rerr)?;
         if out.len() == limit {
-            next = Some(k.value().2 - 1);
+            next = Some(last);
             break;
         }
+        let (key_sid, key_scope, position) = k.value();
+        if key_sid != sid || key_scope != scope {
+            return Err(StoreError::corrupt(Damage::File, Some(sid), Some(position)));
+        }
+        last = row::advance(sid, last, position)?;
         let seq = seq.value();
         let bytes = events
             .get((sid, seq))
-            .map_err(backend)?
-            .ok_or_else(|| StoreError::Backend("index names a missing event".into()))?;
-        out.push(StoredEvent::from_stored_bytes(bytes.value())?);
+            .map_err(rerr)?
+            .ok_or_else(|| StoreError::corrupt(Damage::MissingEvent, Some(sid), Some(seq)))?;
+        out.push(row::decode_scoped_event(
+            sid,
+            seq,
+            kind,
+            scope,
+            position,
+            Bytes::copy_from_slice(bytes.value()),
+        )?);
     }
     Ok(Page { events: out, next })
 }
@@ -417,17 +518,20 @@ fn page_scope(
 #[async_trait]
 impl Store for RedbStore {
     async fn append(&self, batch: Batch) -> Result<Appended, StoreError> {
-        self.group.append(batch).await
+        self.group
+            .append(batch)
+            .await
+            .map_err(|e| e.at_path(&self.path))
     }
 
     async fn head(&self, session_id: &str) -> Result<u64, StoreError> {
         let sid = session_id.to_owned();
         self.blocking(move |db| {
-            let tx = db.begin_read().map_err(backend)?;
-            let heads = tx.open_table(HEADS).map_err(backend)?;
+            let tx = db.begin_read().map_err(rerr)?;
+            let heads = tx.open_table(HEADS).map_err(rerr)?;
             Ok(heads
                 .get(sid.as_str())
-                .map_err(backend)?
+                .map_err(rerr)?
                 .map_or(0, |v| v.value()))
         })
         .await
@@ -452,7 +556,7 @@ impl Store for RedbStore {
         limit: usize,
     ) -> Result<Page, StoreError> {
         let (sid, root) = (session_id.to_owned(), root_run_id.to_owned());
-        self.blocking(move |db| page_scope(db, RUNS, &sid, &root, after, limit))
+        self.blocking(move |db| page_scope(db, Scope::Run, &sid, &root, after, limit))
             .await
     }
 
@@ -464,7 +568,7 @@ impl Store for RedbStore {
         limit: usize,
     ) -> Result<Page, StoreError> {
         let (sid, wf) = (session_id.to_owned(), workflow_id.to_owned());
-        self.blocking(move |db| page_scope(db, WORKFLOWS, &sid, &wf, after, limit))
+        self.blocking(move |db| page_scope(db, Scope::Workflow, &sid, &wf, after, limit))
             .await
     }
 
@@ -475,19 +579,22 @@ impl Store for RedbStore {
     ) -> Result<Vec<String>, StoreError> {
         let after = after.map(str::to_owned);
         self.blocking(move |db| {
-            let tx = db.begin_read().map_err(backend)?;
-            let heads = tx.open_table(HEADS).map_err(backend)?;
+            let tx = db.begin_read().map_err(rerr)?;
+            let heads = tx.open_table(HEADS).map_err(rerr)?;
             let mut out = Vec::new();
-            for item in heads.iter().map_err(backend)? {
-                let (k, _) = item.map_err(backend)?;
-                let id = k.value();
-                if after.as_deref().is_some_and(|a| id <= a) {
-                    continue;
-                }
+            let from = match after.as_deref() {
+                Some(a) => std::ops::Bound::Excluded(a),
+                None => std::ops::Bound::Unbounded,
+            };
+            for item in heads
+                .range::<&str>((from, std::ops::Bound::Unbounded))
+                .map_err(rerr)?
+            {
                 if out.len() == limit {
                     break;
                 }
-                out.push(id.to_owned());
+                let (k, _) = item.map_err(rerr)?;
+                out.push(k.value().to_owned());
             }
             Ok(out)
         })
@@ -497,11 +604,11 @@ impl Store for RedbStore {
     async fn side(&self, space_: SideSpace, key: &str) -> Result<Option<Bytes>, StoreError> {
         let key = key.to_owned();
         self.blocking(move |db| {
-            let tx = db.begin_read().map_err(backend)?;
-            let side = tx.open_table(SIDE).map_err(backend)?;
+            let tx = db.begin_read().map_err(rerr)?;
+            let side = tx.open_table(SIDE).map_err(rerr)?;
             Ok(side
                 .get((space(space_), key.as_str()))
-                .map_err(backend)?
+                .map_err(rerr)?
                 .map(|v| Bytes::copy_from_slice(v.value())))
         })
         .await
@@ -515,15 +622,15 @@ impl Store for RedbStore {
     ) -> Result<WatchPage, StoreError> {
         let ws = workspace_id.to_owned();
         self.blocking(move |db| {
-            let tx = db.begin_read().map_err(backend)?;
-            let watch = tx.open_table(WATCH).map_err(backend)?;
+            let tx = db.begin_read().map_err(rerr)?;
+            let watch = tx.open_table(WATCH).map_err(rerr)?;
             let mut out = Vec::new();
             let mut next = None;
             for item in watch
                 .range((ws.as_str(), after.saturating_add(1))..=(ws.as_str(), u64::MAX))
-                .map_err(backend)?
+                .map_err(rerr)?
             {
-                let (k, v) = item.map_err(backend)?;
+                let (k, v) = item.map_err(rerr)?;
                 if out.len() == limit {
                     next = Some(out.last().map_or(after, |w: &StoredWatch| w.revision));
                     break;

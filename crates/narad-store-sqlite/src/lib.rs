@@ -33,10 +33,10 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use narad_store::group::{GroupCommit, GroupStats, GroupWriter};
 use narad_store::{
-    plan_batch, Appended, Batch, Page, Plan, Scope, SideSpace, SideWrite, Store, StoreError,
-    StoredEvent, StoredWatch, Subscription, View, WatchPage, WatchWrite,
+    plan_batch, row, Appended, Batch, Damage, Page, Plan, Scope, SideSpace, SideWrite, Store,
+    StoreError, StoredEvent, StoredWatch, Subscription, View, WatchPage, WatchWrite,
 };
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 /// The on-disk layout version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = 2;
@@ -76,6 +76,8 @@ pub struct SqliteStore {
     /// The read connection; `None` once closed.
     conn: Arc<Mutex<Option<Connection>>>,
     group: Arc<GroupCommit>,
+    /// The file, named in damage reports.
+    path: Arc<Path>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -86,6 +88,21 @@ impl std::fmt::Debug for SqliteStore {
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
+}
+
+/// A SQLite failure: a value of the wrong type or a damaged file is
+/// [`StoreError::Corrupt`]; anything else a backend failure.
+fn sql(e: rusqlite::Error) -> StoreError {
+    use rusqlite::{Error as E, ErrorCode as C};
+    match &e {
+        E::InvalidColumnType(..)
+        | E::FromSqlConversionFailure(..)
+        | E::IntegralValueOutOfRange(..) => StoreError::corrupt(Damage::WrongType, None, None),
+        E::SqliteFailure(f, _) if matches!(f.code, C::DatabaseCorrupt | C::NotADatabase) => {
+            StoreError::corrupt(Damage::File, None, None)
+        }
+        _ => backend(e),
+    }
 }
 
 use narad_store::{from_sql_int as uint, to_sql_int as int};
@@ -115,17 +132,26 @@ CREATE TABLE watch (
 ",
 ];
 
-fn connect(path: &Path, options: &SqliteOptions) -> Result<Connection, StoreError> {
-    let conn = Connection::open(path).map_err(backend)?;
-    conn.busy_timeout(options.busy_timeout).map_err(backend)?;
+fn connect(path: &Path, options: &SqliteOptions, create: bool) -> Result<Connection, StoreError> {
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if create {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    } else if !path.exists() {
+        return Err(StoreError::NotFound {
+            path: path.display().to_string(),
+        });
+    }
+    let conn = Connection::open_with_flags(path, flags).map_err(sql)?;
+    conn.busy_timeout(options.busy_timeout).map_err(sql)?;
     conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(backend)?;
+        .map_err(sql)?;
     let sync = match options.synchronous {
         Synchronous::Full => "FULL",
         Synchronous::Normal => "NORMAL",
     };
-    conn.pragma_update(None, "synchronous", sync)
-        .map_err(backend)?;
+    conn.pragma_update(None, "synchronous", sync).map_err(sql)?;
     Ok(conn)
 }
 
@@ -135,11 +161,11 @@ fn connect(path: &Path, options: &SqliteOptions) -> Result<Connection, StoreErro
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(backend)?;
+        .map_err(sql)?;
     tx.execute_batch(
         "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);",
     )
-    .map_err(backend)?;
+    .map_err(sql)?;
     let found: i64 = tx
         .query_row(
             "SELECT value FROM meta WHERE name = 'schema_version'",
@@ -147,7 +173,7 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
             |r| r.get(0),
         )
         .optional()
-        .map_err(backend)?
+        .map_err(sql)?
         .unwrap_or(0);
     if found > SCHEMA_VERSION {
         return Err(StoreError::NewerSchema {
@@ -157,7 +183,7 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     }
     let done = usize::try_from(found).map_err(backend)?;
     for step in MIGRATIONS.iter().skip(done) {
-        tx.execute_batch(step).map_err(backend)?;
+        tx.execute_batch(step).map_err(sql)?;
     }
     if found != SCHEMA_VERSION {
         tx.execute(
@@ -165,9 +191,9 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
              ON CONFLICT (name) DO UPDATE SET value = excluded.value",
             [SCHEMA_VERSION],
         )
-        .map_err(backend)?;
+        .map_err(sql)?;
     }
-    tx.commit().map_err(backend)
+    tx.commit().map_err(sql)
 }
 
 impl SqliteStore {
@@ -182,20 +208,65 @@ impl SqliteStore {
         path: impl AsRef<Path>,
         options: SqliteOptions,
     ) -> Result<Self, StoreError> {
-        let path: PathBuf = path.as_ref().to_owned();
-        tokio::task::spawn_blocking(move || Self::open_blocking(&path, &options))
-            .await
-            .map_err(backend)?
+        Self::open_mode(path.as_ref(), options, true).await
     }
 
-    fn open_blocking(path: &Path, options: &SqliteOptions) -> Result<Self, StoreError> {
-        let mut write = connect(path, options)?;
+    /// Opens the database at `path` only if it exists: a missing file is
+    /// [`StoreError::NotFound`] naming the path, and nothing is created.
+    /// For commands that only read.
+    pub async fn open_existing(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_mode(path.as_ref(), SqliteOptions::default(), false).await
+    }
+
+    /// Runs SQLite's `PRAGMA quick_check` over the file at `path`:
+    /// `Ok(true)` when it passed, [`StoreError::Corrupt`] when it found
+    /// damage, [`StoreError::NotFound`] when there is no file.
+    pub async fn check_integrity(path: impl AsRef<Path>) -> Result<bool, StoreError> {
+        let path: PathBuf = path.as_ref().to_owned();
+        tokio::task::spawn_blocking(move || {
+            let check = || {
+                let conn = connect(&path, &SqliteOptions::default(), false)?;
+                let verdict: String = conn
+                    .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
+                    .map_err(sql)?;
+                if verdict == "ok" {
+                    Ok(true)
+                } else {
+                    Err(StoreError::corrupt(Damage::File, None, None))
+                }
+            };
+            check().map_err(|e| e.at_path(&path))
+        })
+        .await
+        .map_err(backend)?
+    }
+
+    async fn open_mode(
+        path: &Path,
+        options: SqliteOptions,
+        create: bool,
+    ) -> Result<Self, StoreError> {
+        let path: PathBuf = path.to_owned();
+        tokio::task::spawn_blocking(move || {
+            Self::open_blocking(&path, &options, create).map_err(|e| e.at_path(&path))
+        })
+        .await
+        .map_err(backend)?
+    }
+
+    fn open_blocking(
+        path: &Path,
+        options: &SqliteOptions,
+        create: bool,
+    ) -> Result<Self, StoreError> {
+        let mut write = connect(path, options, create)?;
         migrate(&mut write)?;
-        let read = connect(path, options)?;
+        let read = connect(path, options, false)?;
         let group = GroupCommit::start("narad-sqlite", Writer { conn: write })?;
         Ok(Self {
             conn: Arc::new(Mutex::new(Some(read))),
             group: Arc::new(group),
+            path: Arc::from(path),
         })
     }
 
@@ -208,12 +279,12 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let conn = Arc::clone(&self.conn);
+        let (conn, path) = (Arc::clone(&self.conn), Arc::clone(&self.path));
         tokio::task::spawn_blocking(move || {
             let mut guard = conn
                 .lock()
                 .map_err(|_| StoreError::Backend("connection lock poisoned".into()))?;
-            f(guard.as_mut().ok_or(StoreError::Closed)?)
+            f(guard.as_mut().ok_or(StoreError::Closed)?).map_err(|e| e.at_path(&path))
         })
         .await
         .map_err(backend)?
@@ -235,12 +306,12 @@ impl GroupWriter for Writer {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(backend)?;
+            .map_err(sql)?;
         let mut outcomes = Vec::with_capacity(batches.len());
         for batch in batches {
             outcomes.push(apply(&tx, batch)?);
         }
-        tx.commit().map_err(backend)?;
+        tx.commit().map_err(sql)?;
         Ok(outcomes)
     }
 }
@@ -255,7 +326,7 @@ impl View for TxView<'_, '_> {
                 r.get::<_, i64>(0)
             })
             .optional()
-            .map_err(backend)?
+            .map_err(sql)?
             .map(uint)
             .transpose()
             .map(|h| h.unwrap_or(0))
@@ -270,7 +341,7 @@ impl View for TxView<'_, '_> {
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()
-            .map_err(backend)?;
+            .map_err(sql)?;
         stored
             .map(|(seq, bytes)| Ok((uint(seq)?, bytes == ev.bytes.as_ref())))
             .transpose()
@@ -291,7 +362,7 @@ impl View for TxView<'_, '_> {
                 |r| r.get(0),
             )
             .optional()
-            .map_err(backend)
+            .map_err(sql)
     }
 
     fn watch(&mut self, w: &WatchWrite) -> Result<Option<bool>, StoreError> {
@@ -303,7 +374,7 @@ impl View for TxView<'_, '_> {
                 |r| r.get(0),
             )
             .optional()
-            .map_err(backend)?;
+            .map_err(sql)?;
         Ok(stored.map(|b| b == w.event.bytes.as_ref()))
     }
 
@@ -315,7 +386,7 @@ impl View for TxView<'_, '_> {
                 [ws],
                 |r| r.get(0),
             )
-            .map_err(backend)?;
+            .map_err(sql)?;
         v.map(uint).transpose().map(|v| v.unwrap_or(0))
     }
 }
@@ -344,7 +415,7 @@ fn apply(
                 "INSERT INTO events (session, seq, event_id, bytes, root, rseq, wf, wseq)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )
-            .map_err(backend)?;
+            .map_err(sql)?;
         for ev in &fresh {
             let (root, rseq) = match &ev.position.run {
                 Some((r, s)) => (Some(r.as_str()), Some(int(*s)?)),
@@ -365,7 +436,7 @@ fn apply(
                     wf,
                     wseq
                 ])
-                .map_err(backend)?;
+                .map_err(sql)?;
         }
     }
     for w in fresh_watch {
@@ -378,7 +449,7 @@ fn apply(
                 w.event.bytes.as_ref()
             ],
         )
-        .map_err(backend)?;
+        .map_err(sql)?;
     }
     for w in &batch.side {
         match &w.value {
@@ -392,7 +463,7 @@ fn apply(
                 params![space(w.space), w.key],
             ),
         }
-        .map_err(backend)?;
+        .map_err(sql)?;
     }
     if !fresh.is_empty() {
         tx.execute(
@@ -400,7 +471,7 @@ fn apply(
              ON CONFLICT (session) DO UPDATE SET head = excluded.head",
             params![sid, int(appended.head)?],
         )
-        .map_err(backend)?;
+        .map_err(sql)?;
     }
     Ok(Ok(appended))
 }
@@ -414,40 +485,53 @@ fn scope_head(
     sid: &str,
     scope: &str,
 ) -> Result<u64, StoreError> {
-    let sql = format!("SELECT MAX({seq_col}) FROM events WHERE session = ?1 AND {col} = ?2");
+    let query = format!("SELECT MAX({seq_col}) FROM events WHERE session = ?1 AND {col} = ?2");
     let v: Option<i64> = tx
-        .query_row(&sql, params![sid, scope], |r| r.get(0))
-        .map_err(backend)?;
+        .query_row(&query, params![sid, scope], |r| r.get(0))
+        .map_err(sql)?;
     v.map(uint).transpose().map(|v| v.unwrap_or(0))
 }
 
-/// One page; `sql` selects `(cursor, bytes)` ordered by cursor, after ?3.
+/// One page; `query` selects `(seq, cursor, bytes)` ordered by cursor,
+/// after ?3. `scope` is `None` for session reads (the cursor is `seq`).
+/// Each row's bytes are checked against its key.
 fn page(
     conn: &Connection,
-    sql: &str,
+    query: &str,
     sid: &str,
-    scope: &str,
+    scope: Option<(Scope, &str)>,
     after: u64,
     limit: usize,
 ) -> Result<Page, StoreError> {
-    let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
+    let mut stmt = conn.prepare_cached(query).map_err(sql)?;
     let take = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
+    let scope_id = scope.map_or("", |(_, id)| id);
     let rows = stmt
-        .query_map(params![sid, scope, int(after)?, take], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+        .query_map(params![sid, scope_id, int(after)?, take], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, Vec<u8>>(2)?,
+            ))
         })
-        .map_err(backend)?;
+        .map_err(sql)?;
     let mut out = Vec::new();
     let mut next = None;
     let mut last = after;
     for row in rows {
-        let (cursor, bytes) = row.map_err(backend)?;
+        let (seq, cursor, bytes) = row.map_err(sql)?;
         if out.len() == limit {
             next = Some(last);
             break;
         }
-        last = uint(cursor)?;
-        out.push(StoredEvent::from_stored_bytes(&bytes)?);
+        let (seq, cursor) = (uint(seq)?, uint(cursor)?);
+        last = row::advance(sid, last, cursor)?;
+        out.push(match scope {
+            None => row::decode_event(sid, seq, Bytes::from(bytes))?,
+            Some((kind, id)) => {
+                row::decode_scoped_event(sid, seq, kind, id, cursor, Bytes::from(bytes))?
+            }
+        });
     }
     Ok(Page { events: out, next })
 }
@@ -455,7 +539,10 @@ fn page(
 #[async_trait]
 impl Store for SqliteStore {
     async fn append(&self, batch: Batch) -> Result<Appended, StoreError> {
-        self.group.append(batch).await
+        self.group
+            .append(batch)
+            .await
+            .map_err(|e| e.at_path(&self.path))
     }
 
     async fn head(&self, session_id: &str) -> Result<u64, StoreError> {
@@ -465,7 +552,7 @@ impl Store for SqliteStore {
                 r.get::<_, i64>(0)
             })
             .optional()
-            .map_err(backend)?
+            .map_err(sql)?
             .map(uint)
             .transpose()
             .map(|h| h.unwrap_or(0))
@@ -484,10 +571,10 @@ impl Store for SqliteStore {
             page(
                 c,
                 // ?2 is the scope of filtered reads; unused for the session.
-                "SELECT seq, bytes FROM events WHERE session = ?1 AND ?2 = ?2 AND seq > ?3
+                "SELECT seq, seq, bytes FROM events WHERE session = ?1 AND ?2 = ?2 AND seq > ?3
                  ORDER BY seq LIMIT ?4",
                 &sid,
-                "",
+                None,
                 after,
                 limit,
             )
@@ -506,10 +593,10 @@ impl Store for SqliteStore {
         self.blocking(move |c| {
             page(
                 c,
-                "SELECT rseq, bytes FROM events WHERE session = ?1 AND root = ?2 AND rseq > ?3
+                "SELECT seq, rseq, bytes FROM events WHERE session = ?1 AND root = ?2 AND rseq > ?3
                  ORDER BY rseq LIMIT ?4",
                 &sid,
-                &root,
+                Some((Scope::Run, &root)),
                 after,
                 limit,
             )
@@ -528,10 +615,10 @@ impl Store for SqliteStore {
         self.blocking(move |c| {
             page(
                 c,
-                "SELECT wseq, bytes FROM events WHERE session = ?1 AND wf = ?2 AND wseq > ?3
+                "SELECT seq, wseq, bytes FROM events WHERE session = ?1 AND wf = ?2 AND wseq > ?3
                  ORDER BY wseq LIMIT ?4",
                 &sid,
-                &wf,
+                Some((Scope::Workflow, &wf)),
                 after,
                 limit,
             )
@@ -551,12 +638,12 @@ impl Store for SqliteStore {
                     "SELECT session FROM heads WHERE ?1 IS NULL OR session > ?1
                      ORDER BY session LIMIT ?2",
                 )
-                .map_err(backend)?;
+                .map_err(sql)?;
             let take = i64::try_from(limit).unwrap_or(i64::MAX);
             let rows = stmt
                 .query_map(params![after, take], |r| r.get::<_, String>(0))
-                .map_err(backend)?;
-            rows.map(|r| r.map_err(backend)).collect()
+                .map_err(sql)?;
+            rows.map(|r| r.map_err(sql)).collect()
         })
         .await
     }
@@ -571,7 +658,7 @@ impl Store for SqliteStore {
             )
             .optional()
             .map(|v| v.map(Bytes::from))
-            .map_err(backend)
+            .map_err(sql)
         })
         .await
     }
@@ -589,17 +676,17 @@ impl Store for SqliteStore {
                     "SELECT revision, bytes FROM watch WHERE workspace = ?1 AND revision > ?2
                      ORDER BY revision LIMIT ?3",
                 )
-                .map_err(backend)?;
+                .map_err(sql)?;
             let take = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
             let rows = stmt
                 .query_map(params![ws, int(after)?, take], |r| {
                     Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
                 })
-                .map_err(backend)?;
+                .map_err(sql)?;
             let mut out: Vec<StoredWatch> = Vec::new();
             let mut next = None;
             for row in rows {
-                let (rev, bytes) = row.map_err(backend)?;
+                let (rev, bytes) = row.map_err(sql)?;
                 if out.len() == limit {
                     next = Some(out.last().map_or(after, |w| w.revision));
                     break;

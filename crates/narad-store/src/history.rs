@@ -166,13 +166,15 @@ pub async fn read_history<S: Store + ?Sized>(
             None => store.read_session(session_id, cursor, chunk).await?,
         };
         let done = page.next.is_none();
+        let before = cursor;
         for ev in page.events {
             let pos = &ev.position;
-            cursor = match walk {
-                Some((Kind::Run, ..)) => pos.run.as_ref().map_or(cursor, |r| r.1),
-                Some((Kind::Workflow, ..)) => pos.workflow.as_ref().map_or(cursor, |w| w.1),
+            let to = match walk {
+                Some((Kind::Run, ..)) => pos.run.as_ref().map_or(0, |r| r.1),
+                Some((Kind::Workflow, ..)) => pos.workflow.as_ref().map_or(0, |w| w.1),
                 None => pos.session_sequence,
             };
+            cursor = crate::row::advance(session_id, cursor, to)?;
             if pos.session_sequence <= lo || !matches(&ev, q) {
                 continue;
             }
@@ -191,5 +193,7 @@ pub async fn read_history<S: Store + ?Sized>(
                 next: None,
             });
         }
+        // More remain, so this page must have moved the cursor.
+        crate::row::advance(session_id, before, cursor)?;
     }
 }

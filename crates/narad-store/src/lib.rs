@@ -100,16 +100,16 @@ impl From<&AuthorityEvent> for StoredEvent {
 impl StoredEvent {
     /// Rebuilds a stored event from its bytes: backends keep the bytes and
     /// derive identity and positions from them rather than store them twice.
-    /// Bytes that no longer parse as an authority event are a backend error.
+    /// Bytes that no longer parse as an authority event are
+    /// [`StoreError::Corrupt`]. Backends read through [`row::decode_event`],
+    /// which also checks the bytes against their row's key.
     pub fn from_stored_bytes(bytes: &[u8]) -> Result<Self, StoreError> {
         match narad_core::Validator::default().parse(bytes) {
             Ok(narad_core::Parsed::Record {
                 record: narad_core::Record::Authority(ev),
                 ..
             }) => Ok(Self::from(&ev)),
-            _ => Err(StoreError::Backend(
-                "a stored event no longer parses as an authority event".into(),
-            )),
+            _ => Err(StoreError::corrupt(Damage::Unreadable, None, None)),
         }
     }
 }
@@ -197,7 +197,7 @@ impl StoredWatch {
             event_id: String,
         }
         let id: Id = serde_json::from_slice(bytes)
-            .map_err(|_| StoreError::Backend("a stored watch event has no eventId".into()))?;
+            .map_err(|_| StoreError::corrupt(Damage::Unreadable, None, Some(revision)))?;
         Ok(Self {
             event_id: id.event_id,
             revision,
@@ -328,9 +328,30 @@ pub enum StoreError {
         /// Newest version this build reads.
         supported: u32,
     },
-    /// The backend failed (IO, corruption); message sanitized.
+    /// The backend failed (IO, connection); message sanitized.
     #[error("storage backend failed: {0}")]
     Backend(String),
+    /// Stored data is damaged: bytes that disagree with their row's key, a
+    /// read cursor that does not advance, a value of the wrong type, or a
+    /// file the backend's engine cannot read. Names what it knows of where.
+    #[error("{}", row::damage_message(path.as_deref(), session.as_deref(), *position, *damage))]
+    Corrupt {
+        /// What is wrong.
+        damage: Damage,
+        /// The session whose rows are damaged, when known.
+        session: Option<String>,
+        /// The damaged position (a `sessionSequence` or scope position), when known.
+        position: Option<u64>,
+        /// The store's file, when the backend has one.
+        path: Option<String>,
+    },
+    /// An existing store was asked for and there is none (read commands
+    /// never create a store).
+    #[error("no store at {path}")]
+    NotFound {
+        /// The path (or schema) that was looked for.
+        path: String,
+    },
 }
 
 impl StoreError {
@@ -346,6 +367,37 @@ impl StoreError {
             Self::Closed => "closed",
             Self::NewerSchema { .. } => "newer_schema",
             Self::Backend(_) => "backend",
+            Self::Corrupt { .. } => "corrupt",
+            Self::NotFound { .. } => "not_found",
+        }
+    }
+
+    /// A damage report without a location yet.
+    pub fn corrupt(damage: Damage, session: Option<&str>, position: Option<u64>) -> Self {
+        Self::Corrupt {
+            damage,
+            session: session.map(str::to_owned),
+            position,
+            path: None,
+        }
+    }
+
+    /// Names the store's file in a [`StoreError::Corrupt`] that does not
+    /// name one yet; other errors pass unchanged.
+    pub fn at_path(self, file: &std::path::Path) -> Self {
+        match self {
+            Self::Corrupt {
+                damage,
+                session,
+                position,
+                path: None,
+            } => Self::Corrupt {
+                damage,
+                session,
+                position,
+                path: Some(file.display().to_string()),
+            },
+            other => other,
         }
     }
 }
@@ -422,8 +474,10 @@ pub mod bench;
 pub mod group;
 pub mod history;
 mod plan;
+pub mod row;
 pub mod suite;
 
 pub use group::{Commit, Notice, Subscription};
 pub use history::HistoryQuery;
 pub use plan::{plan_batch, Plan, View};
+pub use row::Damage;

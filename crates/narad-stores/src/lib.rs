@@ -95,7 +95,7 @@ impl StoreUrl {
     }
 }
 
-/// Opens (or creates) the store a URL names.
+/// Opens (or creates) the store a URL names. For commands that write.
 pub async fn open(url: &str) -> Result<AnyStore, StoreError> {
     Ok(match StoreUrl::parse(url)? {
         StoreUrl::Redb(p) => AnyStore::Redb(RedbStore::open(p).await?),
@@ -103,6 +103,41 @@ pub async fn open(url: &str) -> Result<AnyStore, StoreError> {
         StoreUrl::Postgres(url, schema) => {
             AnyStore::Postgres(PostgresStore::open(&url, &schema).await?)
         }
+    })
+}
+
+/// Opens the store a URL names only if it exists: a missing file (or a
+/// PostgreSQL schema without a store) is [`StoreError::NotFound`] naming
+/// it, and nothing is created. For commands that only read, so a typo'd
+/// path fails instead of reading an empty new store.
+///
+/// ```no_run
+/// # async fn demo() {
+/// let err = narad_stores::open_existing("sqlite:/no/such.sqlite").await.unwrap_err();
+/// assert_eq!(err.code(), "not_found");
+/// # }
+/// ```
+pub async fn open_existing(url: &str) -> Result<AnyStore, StoreError> {
+    Ok(match StoreUrl::parse(url)? {
+        StoreUrl::Redb(p) => AnyStore::Redb(RedbStore::open_existing(p).await?),
+        StoreUrl::Sqlite(p) => AnyStore::Sqlite(SqliteStore::open_existing(p).await?),
+        StoreUrl::Postgres(url, schema) => {
+            AnyStore::Postgres(PostgresStore::open_existing(&url, &schema).await?)
+        }
+    })
+}
+
+/// Runs the backend's own integrity check over the store a URL names,
+/// which must not be open in this process: redb's `check_integrity`, or
+/// SQLite's `PRAGMA quick_check`. `Some(true)` when it passed,
+/// `Some(false)` when it found damage that the backend repaired (redb),
+/// [`StoreError::Corrupt`] when the damage remains, `None` when the
+/// backend has no such check (PostgreSQL checks its own pages).
+pub async fn check_integrity(url: &str) -> Result<Option<bool>, StoreError> {
+    Ok(match StoreUrl::parse(url)? {
+        StoreUrl::Redb(p) => Some(RedbStore::check_integrity(p).await?),
+        StoreUrl::Sqlite(p) => Some(SqliteStore::check_integrity(p).await?),
+        StoreUrl::Postgres(..) => None,
     })
 }
 
