@@ -104,6 +104,11 @@ fn errors_are_one_line_and_a_non_zero_exit() {
     assert!(err.starts_with("narad: "), "{err}");
     let dir = tempfile::tempdir().unwrap();
     let url = format!("redb:{}", dir.path().join("x.redb").display());
+    // Read commands open existing stores only: make an empty one.
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let s = narad_store_redb::RedbStore::open(dir.path().join("x.redb")).await;
+        narad_store::Store::close(&s.unwrap()).await.unwrap();
+    });
     let (code, _, err) = narad(&["show", "--store", &url, "--session", "nope"]);
     assert_eq!(code, 1);
     assert_eq!(err.trim(), "narad: no session `nope` in this store");

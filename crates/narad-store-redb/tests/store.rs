@@ -76,3 +76,23 @@ async fn a_layout_1_file_migrates_forward_with_history_intact() {
         assert_eq!(meta.get("schema_version").unwrap().unwrap().value(), 2);
     }
 }
+
+/// Damage written straight into the redb file with redb's own API and the
+/// store's table definitions, bypassing the store.
+struct RedbTamper;
+
+const EVENTS: redb::TableDefinition<(&str, u64), &[u8]> = redb::TableDefinition::new("events");
+
+impl narad_store::damage::Tamper for RedbTamper {
+    fn put_row(&self, path: &std::path::Path, session: &str, seq: u64, bytes: &[u8]) {
+        let db = redb::Database::open(path).unwrap();
+        let tx = db.begin_write().unwrap();
+        tx.open_table(EVENTS)
+            .unwrap()
+            .insert((session, seq), bytes)
+            .unwrap();
+        tx.commit().unwrap();
+    }
+}
+
+narad_store::damage_suite!(RedbStore::open, RedbTamper);

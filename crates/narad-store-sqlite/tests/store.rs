@@ -81,3 +81,21 @@ async fn a_layout_1_file_migrates_forward_with_history_intact() {
         assert_eq!(v, 2);
     }
 }
+
+/// Damage written straight into the SQLite file, bypassing the store.
+struct SqliteTamper;
+
+impl narad_store::damage::Tamper for SqliteTamper {
+    fn put_row(&self, path: &std::path::Path, session: &str, seq: u64, bytes: &[u8]) {
+        let c = rusqlite::Connection::open(path).unwrap();
+        let n = c
+            .execute(
+                "UPDATE events SET bytes = ?3 WHERE session = ?1 AND seq = ?2",
+                rusqlite::params![session, seq as i64, bytes],
+            )
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+}
+
+narad_store::damage_suite!(SqliteStore::open, SqliteTamper);

@@ -471,6 +471,7 @@ pub trait Store: Send + Sync {
 }
 
 pub mod bench;
+pub mod damage;
 pub mod group;
 pub mod history;
 mod plan;
