@@ -31,7 +31,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect();
         println!("page {seqs:?} next {:?}", page.next);
         match page.next {
-            Some(n) => query = query.after_session_sequence(n),
+            // A cursor that does not advance (a damaged store) is an error, not a loop.
+            Some(n) => {
+                let from = query.after_session_sequence.unwrap_or(0);
+                query = query.after_session_sequence(narad_store::row::advance(&sid, from, n)?);
+            }
             None => break,
         }
     }

@@ -8,21 +8,8 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use narad_store::suite::{batch, event};
 use narad_store::{Store, StoreError};
 use narad_store_redb::RedbStore;
-
-/// xorshift64*: deterministic damage without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
 
 /// Reads everything a tool would; the first failure.
 async fn read_all(s: &RedbStore) -> Result<(), StoreError> {
@@ -60,27 +47,13 @@ async fn forty_seeded_damages_never_panic_and_fail_typed() {
     let clean = dir.path().join("clean.redb");
     {
         let s = RedbStore::open(&clean).await.unwrap();
-        for sid in ["a", "b", "c", "d"] {
-            for start in (1..=600u64).step_by(200) {
-                let evs = (start..start + 200).map(|i| event(sid, i, "x")).collect();
-                s.append(batch(sid, start - 1, evs)).await.unwrap();
-            }
-        }
+        narad_store::damage::fill_for_scramble(&s).await;
         s.close().await.unwrap();
     }
     let original = std::fs::read(&clean).unwrap();
     let (mut failed_open, mut failed_read, mut failed_check) = (0, 0, 0);
     for seed in 1..=40u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        let mut bytes = original.clone();
-        // A few runs of random bytes anywhere past the header's magic.
-        for _ in 0..(1 + rng.next() % 4) {
-            let at = 64 + (rng.next() as usize) % (bytes.len() - 64);
-            let len = 1 + (rng.next() as usize) % 64;
-            for b in bytes.iter_mut().skip(at).take(len) {
-                *b = rng.next() as u8;
-            }
-        }
+        let bytes = narad_store::damage::scramble(&original, seed);
         let path = dir.path().join(format!("damaged-{seed}.redb"));
         std::fs::write(&path, &bytes).unwrap();
         match RedbStore::check_integrity(&path).await {

@@ -205,3 +205,39 @@ macro_rules! damage_suite {
         )*
     };
 }
+
+/// What the random-damage tests store before damaging the file: sessions
+/// `a` to `d`, 600 events each, appended in batches of 200.
+pub async fn fill_for_scramble<S: Store>(s: &S) {
+    for sid in ["a", "b", "c", "d"] {
+        for start in (1..=600u64).step_by(200) {
+            let evs = (start..start + 200).map(|i| event(sid, i, "x")).collect();
+            s.append(batch(sid, start - 1, evs)).await.unwrap();
+        }
+    }
+}
+
+/// Deterministic random damage of a file's bytes: one to four runs of up
+/// to 64 random bytes, anywhere past the first 64 (xorshift64* seeded by
+/// `seed`, so every run of a test damages the same way).
+pub fn scramble(original: &[u8], seed: u64) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    let mut bytes = original.to_vec();
+    if bytes.len() <= 64 {
+        return bytes;
+    }
+    for _ in 0..(1 + next() % 4) {
+        let at = 64 + (next() as usize) % (bytes.len() - 64);
+        let len = 1 + (next() as usize) % 64;
+        for b in bytes.iter_mut().skip(at).take(len) {
+            *b = next() as u8;
+        }
+    }
+    bytes
+}
