@@ -31,7 +31,10 @@
 //!   place, [`plan_batch`], which every backend calls inside its write
 //!   transaction.
 //! - Reads return events as the exact bytes appended, ordered by the cursor
-//!   they page on, with the next cursor when more remain.
+//!   they page on, with the next cursor when more remain. Every row read is
+//!   checked against its key ([`row::decode_event`]); a damaged store is
+//!   [`StoreError::Corrupt`], and paging loops require their cursor to
+//!   advance ([`row::advance`]).
 //!   [`Store::read_history`] combines the session, run-tree and workflow
 //!   cursors of §10.2 and refuses cursors that are not mutually consistent
 //!   ([`StoreError::CursorConflict`]; the rule is in [`history`]).
