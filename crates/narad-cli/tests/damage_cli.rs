@@ -385,3 +385,32 @@ fn damaged_redb_files_fail_in_one_line_without_a_backtrace() {
         );
     });
 }
+
+/// Finding 9 on PostgreSQL: a read command on a schema with no store
+/// fails `not_found` and creates nothing.
+#[test]
+fn read_commands_never_create_a_missing_postgres_schema() {
+    let Ok(pg) = std::env::var("NARAD_TEST_POSTGRES_URL") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must set NARAD_TEST_POSTGRES_URL"
+        );
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED read_commands_never_create_a_missing_postgres_schema: NARAD_TEST_POSTGRES_URL is not set"
+        );
+        return;
+    };
+    let sep = if pg.contains('?') { '&' } else { '?' };
+    let schema = format!("missing_{}", std::process::id());
+    let url = format!("{pg}{sep}schema={schema}");
+    for _ in 0..2 {
+        let (code, out, err) = narad(&["sessions", "--store", &url]);
+        assert_eq!(code, 1, "{out}{err}");
+        one_line_naming(&err, &["no store at", &format!("schema {schema}")]);
+    }
+    let (code, _, err) = narad(&["verify", "--store", &url]);
+    assert_eq!(code, 1);
+    one_line_naming(&err, &["no store at"]);
+}
