@@ -35,11 +35,13 @@ use bytes::Bytes;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use narad_store::group::Announcer;
 use narad_store::{
-    plan_batch, row, Appended, Batch, Commit, Damage, Expect, Page, Plan, Scope, SideSpace,
-    SideWrite, Store, StoreError, StoredEvent, StoredWatch, Subscription, View, WatchPage,
-    WatchWrite,
+    plan_batch, row, Appended, Batch, Damage, Expect, Page, Plan, Scope, SideSpace, SideWrite,
+    Store, StoreError, StoredEvent, StoredWatch, Subscription, View, WatchPage, WatchWrite,
 };
 use tokio_postgres::{NoTls, Row};
+
+mod listen;
+use listen::listen;
 
 /// The layout version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = 2;
@@ -311,75 +313,6 @@ async fn migrate(pool: &Pool, schema: &str) -> Result<(), StoreError> {
         .map_err(backend)?;
     }
     tx.commit().await.map_err(backend)
-}
-
-/// Hears `NOTIFY narad_<schema>` and announces each commit; reconnects
-/// with a bounded backoff (100 ms doubling to 5 s).
-async fn listen(
-    config: tokio_postgres::Config,
-    schema: String,
-    announcer: Announcer,
-    listening: tokio::sync::oneshot::Sender<()>,
-) {
-    use futures_util::StreamExt;
-    let mut listening = Some(listening);
-    let mut backoff = Duration::from_millis(100);
-    loop {
-        if let Ok((client, mut connection)) = config.connect(NoTls).await {
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            let pump = tokio::spawn(async move {
-                let mut stream =
-                    futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-                while let Some(msg) = stream.next().await {
-                    match msg {
-                        Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
-                            if tx.send(n.payload().to_owned()).is_err() {
-                                break;
-                            }
-                        }
-                        Ok(_) => {}
-                        Err(_) => break,
-                    }
-                }
-            });
-            if client
-                .batch_execute(&format!("LISTEN narad_{schema}"))
-                .await
-                .is_ok()
-            {
-                backoff = Duration::from_millis(100);
-                if let Some(l) = listening.take() {
-                    let _ = l.send(());
-                }
-                while let Some(payload) = rx.recv().await {
-                    if let Some(c) = parse_notice(&payload) {
-                        announcer.announce(c);
-                    }
-                }
-            }
-            pump.abort();
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(5));
-    }
-}
-
-fn parse_notice(p: &str) -> Option<Commit> {
-    let mut parts = p.splitn(3, '\t');
-    let kind = parts.next()?;
-    let n: u64 = parts.next()?.parse().ok()?;
-    let id: Arc<str> = Arc::from(parts.next()?);
-    match kind {
-        "s" => Some(Commit::Session {
-            session_id: id,
-            head: n,
-        }),
-        "w" => Some(Commit::Workspace {
-            workspace_id: id,
-            revision: n,
-        }),
-        _ => None,
-    }
 }
 
 /// What one append's transaction read, for [`plan_batch`].
