@@ -8,9 +8,10 @@ use bytes::Bytes;
 use narad_store::{Batch, Expect, SideSpace, SideWrite, Store, StoreError, StoredEvent};
 use serde_json::Value;
 
+use crate::append::{retry, Attempt};
 use crate::engine::Engine;
 use crate::error::EngineError;
-use crate::host::{timestamp, Action, Principal};
+use crate::host::{timestamp, Principal};
 use crate::journal::{Draft, Journal};
 
 pub(crate) fn side(space: SideSpace, key: &str, expect: Expect, value: Vec<u8>) -> SideWrite {
@@ -51,12 +52,12 @@ impl<S: Store + 'static> Engine<S> {
     ) -> Result<(T, Vec<StoredEvent>), EngineError> {
         let cell = self.cell(session_id);
         let mut slot = cell.lock().await;
-        for _ in 0..=self.inner.config.max_retries {
+        retry!(self, async {
             if slot.is_none() {
                 *slot = Some(self.hydrate(session_id).await?);
             }
             let Some(j) = slot.as_mut() else {
-                continue;
+                return Ok(Attempt::Again);
             };
             let planned = plan(j);
             let Plan { drafts, side, out } = match planned {
@@ -65,20 +66,20 @@ impl<S: Store + 'static> Engine<S> {
                     // Refused on what we hold: make sure it is current.
                     if self.stale(j.head, session_id, &e).await? {
                         *slot = None;
-                        continue;
+                        return Ok(Attempt::Again);
                     }
                     return Err(e);
                 }
             };
-            let Some(first) = drafts.first() else {
+            if drafts.is_empty() {
                 if side.is_empty() {
                     // A read: answer from the current journal, not a cache
                     // another engine has moved past.
                     if self.inner.store.head(session_id).await? != j.head {
                         *slot = None;
-                        continue;
+                        return Ok(Attempt::Again);
                     }
-                    return Ok((out, Vec::new()));
+                    return Ok(Attempt::Done((out, Vec::new())));
                 }
                 // Side records only, still guarded by the head the plan saw.
                 let batch = Batch {
@@ -87,23 +88,17 @@ impl<S: Store + 'static> Engine<S> {
                     side,
                     ..Batch::default()
                 };
-                match self.inner.store.append(batch).await {
-                    Ok(_) => return Ok((out, Vec::new())),
+                match self.append_resolving(batch).await {
+                    Ok(_) => return Ok(Attempt::Done((out, Vec::new()))),
                     Err(StoreError::HeadConflict { .. }) => {
                         *slot = None;
                         self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
-                        continue;
+                        return Ok(Attempt::Again);
                     }
                     Err(e) => return Err(e.into()),
                 }
-            };
-            self.authorize(
-                p,
-                Action::Write {
-                    session_id,
-                    event_type: first.ty,
-                },
-            )?;
+            }
+            self.authorize_writes(p, session_id, drafts.iter().take(1).map(|d| d.ty))?;
             for d in &drafts {
                 let profile = narad_core::registry::lookup(d.ty).map(|t| t.profile);
                 if profile.is_some_and(|pr| !j.meta.profiles.contains(pr)) {
@@ -124,7 +119,7 @@ impl<S: Store + 'static> Engine<S> {
                     // refusal is final only against the current journal.
                     if self.stale(head, session_id, &e).await? {
                         *slot = None;
-                        continue;
+                        return Ok(Attempt::Again);
                     }
                     return Err(e);
                 }
@@ -154,20 +149,20 @@ impl<S: Store + 'static> Engine<S> {
                     if snapshot {
                         j.snapshot_head = done.head;
                     }
-                    return Ok((out, events));
+                    Ok(Attempt::Done((out, events)))
                 }
                 Err(StoreError::HeadConflict { .. }) => {
                     // Another engine wrote first: reload and re-check.
                     *slot = None;
                     self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
+                    Ok(Attempt::Again)
                 }
                 Err(e) => {
                     *slot = None;
-                    return Err(e.into());
+                    Err(e.into())
                 }
             }
-        }
-        Err(EngineError::Contended)
+        })
     }
 }
 

@@ -177,6 +177,27 @@ impl<S: Store + 'static> Engine<S> {
         Ok(())
     }
 
+    /// Authorizes appending every distinct type of `types` to `session_id`
+    /// (each asked once, the trace and debug gate included).
+    pub(crate) fn authorize_writes<'a>(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        types: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), EngineError> {
+        let distinct: std::collections::BTreeSet<&str> = types.into_iter().collect();
+        for event_type in distinct {
+            self.authorize(
+                p,
+                Action::Write {
+                    session_id,
+                    event_type,
+                },
+            )?;
+        }
+        Ok(())
+    }
+
     /// What the engine did so far.
     pub fn stats(&self) -> EngineStats {
         let c = &self.inner.counters;

@@ -122,7 +122,7 @@ impl<S: Store + 'static> Engine<S> {
         if batch.events.is_empty() && batch.side.is_empty() {
             return Ok((sid, 0));
         }
-        self.inner.store.append(batch).await?;
+        self.append_resolving(batch).await?;
         Ok((sid, n))
     }
 }

@@ -121,7 +121,7 @@ impl<S: Store + 'static> Engine<S> {
             }],
             ..Batch::default()
         };
-        match self.inner.store.append(batch).await {
+        match self.append_resolving(batch).await {
             Ok(_) => {
                 j.snapshot_head = j.head;
                 Ok(j.head)

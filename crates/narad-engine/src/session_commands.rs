@@ -45,8 +45,8 @@ impl<S: Store + 'static> Engine<S> {
             .await
         {
             Ok(_) => Ok(sid),
-            Err(StoreError::SideConflict) => Err(EngineError::SessionExists),
-            Err(e) => Err(e.into()),
+            Err(EngineError::Store(StoreError::SideConflict)) => Err(EngineError::SessionExists),
+            Err(e) => Err(e),
         }
     }
 

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use narad_store::{Batch, Store, StoreError};
 use serde_json::json;
 
+use crate::append::{retry, Attempt};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::host::{timestamp, Action, Principal};
@@ -56,32 +57,32 @@ impl<S: Store + 'static> Engine<S> {
         ws: Option<&str>,
         ty: &str,
         sid: &str,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<u64, EngineError> {
         let mut revision = None;
-        for _ in 0..=self.inner.config.max_retries {
+        retry!(self, async {
             let mut b = batch.clone();
             let mut rev = 0;
             if let Some(ws) = ws {
-                let w = self
-                    .workspace_notice(ws, ty, sid, revision)
-                    .map_err(|e| StoreError::Backend(e.to_string()))?;
+                let w = self.workspace_notice(ws, ty, sid, revision)?;
                 rev = w.event.revision;
                 b.watch.push(w);
             }
-            match self.inner.store.append(b).await {
+            match self.append_resolving(b).await {
                 Ok(_) => {
                     if let (Some(ws), Ok(mut m)) = (ws, self.inner.workspace_revisions.lock()) {
                         let known = m.entry(ws.to_owned()).or_default();
                         *known = (*known).max(rev);
                     }
-                    return Ok(rev);
+                    Ok(Attempt::Done(rev))
                 }
                 // Another session of the workspace took that revision.
-                Err(StoreError::RevisionRegression { current }) => revision = Some(current + 1),
-                Err(e) => return Err(e),
+                Err(StoreError::RevisionRegression { current }) => {
+                    revision = Some(current + 1);
+                    Ok(Attempt::Again)
+                }
+                Err(e) => Err(e.into()),
             }
-        }
-        Err(StoreError::Backend("workspace revision kept moving".into()))
+        })
     }
 
     /// Announces a change of a session on its workspace's watch stream:
@@ -108,9 +109,8 @@ impl<S: Store + 'static> Engine<S> {
             self.meta(session_id).await?.workspace_id.ok_or_else(|| {
                 EngineError::InvalidCommand("the session has no workspace".into())
             })?;
-        Ok(self
-            .append_watch(Batch::default(), Some(&ws), kind, session_id)
-            .await?)
+        self.append_watch(Batch::default(), Some(&ws), kind, session_id)
+            .await
     }
 
     /// A workspace's watch stream after `after` (a revision).

@@ -2,15 +2,16 @@
 //! token in one batch, then `client.tool.execute` to the executor's outbox
 //! (or an immediate `client_unavailable` closure without a lease).
 
-use narad_store::{Expect, SideSpace, Store, StoreError};
+use narad_store::{Store, StoreError};
 use serde_json::{json, Value};
 
-use super::closure_message;
-use super::records::execute_message;
-use crate::command_loop::{side, Plan};
+use super::records::{execute_message, TokenRecord};
+use super::Closure;
+use crate::append::{retry, Attempt};
+use crate::command_loop::Plan;
 use crate::engine::Engine;
 use crate::error::EngineError;
-use crate::host::{timestamp, Principal};
+use crate::host::Principal;
 use crate::journal::Draft;
 
 impl<S: Store + 'static> Engine<S> {
@@ -56,16 +57,22 @@ impl<S: Store + 'static> Engine<S> {
         self.remember_executor(&executor).await?;
         let lock = self.inner.clients.lock(&executor);
         let _guard = lock.lock().await;
-        for _ in 0..=self.inner.config.max_retries {
+        retry!(self, async {
             let rec = self.executor(&executor).await?;
             let now = self.inner.clock.now();
             let lease = rec.valid_lease(now).map(str::to_owned);
-            let expires = now + self.inner.config.token_ttl;
-            let token_record = json!({
-                "executor": executor, "lease": lease, "sessionId": session_id,
-                "toolCallId": tool_call_id, "runId": run_id,
-                "expiresAt": timestamp(expires), "toolName": tool_name, "args": args,
-                "finish": null, "closed": null,
+            let token_record = lease.clone().map(|lease| TokenRecord {
+                v: 1,
+                executor: executor.clone(),
+                lease,
+                session_id: session_id.to_owned(),
+                tool_call_id: tool_call_id.clone(),
+                run_id: run_id.to_owned(),
+                expires_at: now + self.inner.config.token_ttl,
+                tool_name: tool_name.to_owned(),
+                args: args.clone(),
+                finish: None,
+                closed: None,
             });
             let r = self
                 .command(p, session_id, |j| {
@@ -75,42 +82,35 @@ impl<S: Store + 'static> Engine<S> {
                         at.clone(),
                         json!({"toolCallId": tool_call_id, "toolName": tool_name, "executor": "client", "args": args}),
                     );
-                    if lease.is_none() {
+                    let Some(token_record) = &token_record else {
                         let closed = Draft::new(
                             "tool.call.finished",
                             at,
-                            json!({"toolCallId": tool_call_id, "outcome": "error",
-                                   "response": {"code": "client_unavailable"}, "code": "client_unavailable",
-                                   "message": closure_message("client_unavailable")}),
+                            Closure::ClientUnavailable.finished_body(&tool_call_id),
                         );
                         return Ok(Plan::of(vec![started, closed], false));
-                    }
+                    };
                     let mut next = rec.clone();
                     next.pending.push(token.clone());
                     let mut plan = Plan::of(vec![started], true);
-                    plan.side.push(side(
-                        SideSpace::Token,
-                        &token,
-                        Expect::Absent,
-                        token_record.to_string().into_bytes(),
-                    ));
-                    plan.side.push(next.write(&executor));
+                    plan.side.push(token_record.create(&token)?);
+                    plan.side.push(next.write(&executor)?);
                     Ok(plan)
                 })
                 .await;
-            match r {
-                Ok((true, _)) => {
+            match (r, &token_record) {
+                (Ok((true, _)), Some(t)) => {
                     self.inner
                         .clients
                         .outbox(&executor)
-                        .push(true, execute_message(&token, &token_record));
-                    return Ok(tool_call_id);
+                        .push(true, execute_message(&token, t));
+                    Ok(Attempt::Done(()))
                 }
-                Ok((false, _)) => return Ok(tool_call_id),
-                Err(EngineError::Store(StoreError::SideConflict)) => continue,
-                Err(e) => return Err(e),
+                (Ok(_), _) => Ok(Attempt::Done(())),
+                (Err(EngineError::Store(StoreError::SideConflict)), _) => Ok(Attempt::Again),
+                (Err(e), _) => Err(e),
             }
-        }
-        Err(EngineError::Contended)
+        })?;
+        Ok(tool_call_id)
     }
 }

@@ -4,15 +4,16 @@
 
 use narad_core::model::ControlPayload;
 use narad_core::{Parsed, Record};
-use narad_store::{Expect, SideSpace, Store, StoreError};
+use narad_store::{Store, StoreError};
 use serde_json::{json, Value};
 
-use super::records::{parse_time, str_field};
-use super::{client_err, closure_message, Finished};
-use crate::command_loop::{side, Plan};
+use super::records::AcceptedFinish;
+use super::{client_err, Closure, Finished};
+use crate::append::{retry, Attempt};
+use crate::command_loop::Plan;
 use crate::engine::Engine;
 use crate::error::EngineError;
-use crate::host::Principal;
+use crate::host::{Action, Principal};
 use crate::journal::Draft;
 
 impl<S: Store + 'static> Engine<S> {
@@ -52,37 +53,39 @@ impl<S: Store + 'static> Engine<S> {
         else {
             return Err(EngineError::InvalidCommand("not client.tool.finish".into()));
         };
+        let outcome = serde_json::to_value(outcome).unwrap_or(Value::Null);
+        let finish = AcceptedFinish {
+            outcome: outcome.clone(),
+            response: response.clone(),
+        };
         self.authorize(
             p,
-            crate::Action::Write {
+            Action::Write {
                 session_id: "",
                 event_type: "client.tool.finish",
             },
         )?;
-        let outcome = serde_json::to_value(outcome).unwrap_or(Value::Null);
-        let finish = json!({"outcome": outcome, "response": response});
         let lock = self.inner.clients.lock(&client_executor_id);
         let _guard = lock.lock().await;
-        for _ in 0..=self.inner.config.max_retries {
+        retry!(self, async {
             let Some((raw, t)) = self.token(&execution_token).await? else {
                 return Err(client_err("token_unknown", "no such execution token"));
             };
-            let field = |k: &str| str_field(&t, k);
-            if field("executor") != client_executor_id {
+            if t.executor != client_executor_id {
                 return Err(client_err(
                     "executor_mismatch",
                     "the token belongs to another executor",
                 ));
             }
-            if field("lease") != lease_id || field("toolCallId") != tool_call_id {
+            if t.lease != lease_id || t.tool_call_id != tool_call_id {
                 return Err(client_err(
                     "token_mismatch",
                     "the token was issued to another lease or tool call",
                 ));
             }
-            if let Some(prev) = t.get("finish").filter(|f| !f.is_null()) {
+            if let Some(prev) = &t.finish {
                 return if *prev == finish {
-                    Ok(Finished::Repeated)
+                    Ok(Attempt::Done(Finished::Repeated))
                 } else {
                     Err(client_err(
                         "finish_conflict",
@@ -90,24 +93,22 @@ impl<S: Store + 'static> Engine<S> {
                     ))
                 };
             }
-            if t.get("closed").is_some_and(|c| !c.is_null()) {
+            if t.closed.is_some() {
                 return Err(client_err("call_closed", "the call was already closed"));
             }
-            let now = self.inner.clock.now();
-            if parse_time(&t, "expiresAt").is_none_or(|e| now >= e) {
+            if self.inner.clock.now() >= t.expires_at {
                 return Err(client_err(
                     "token_expired",
                     "the execution token has expired",
                 ));
             }
-            let sid = field("sessionId");
             let rec = self.executor(&client_executor_id).await?;
             let mut next = rec.clone();
             next.pending.retain(|x| *x != execution_token);
             let mut accepted = t.clone();
-            accepted["finish"] = finish.clone();
+            accepted.finish = Some(finish.clone());
             let r = self
-                .command(p, &sid, |j| {
+                .command(p, &t.session_id, |j| {
                     let (run, open) = j
                         .checker
                         .tool_call(&j.session_id, &tool_call_id)
@@ -121,23 +122,17 @@ impl<S: Store + 'static> Engine<S> {
                         vec![Draft::new("tool.call.finished", j.run_at(run)?, body)],
                         (),
                     );
-                    plan.side.push(side(
-                        SideSpace::Token,
-                        &execution_token,
-                        Expect::Equals(raw.clone()),
-                        accepted.to_string().into_bytes(),
-                    ));
-                    plan.side.push(next.write(&client_executor_id));
+                    plan.side.push(accepted.replace(&execution_token, &raw)?);
+                    plan.side.push(next.write(&client_executor_id)?);
                     Ok(plan)
                 })
                 .await;
             match r {
-                Ok(_) => return Ok(Finished::Appended),
-                Err(EngineError::Store(StoreError::SideConflict)) => continue,
-                Err(e) => return Err(e),
+                Ok(_) => Ok(Attempt::Done(Finished::Appended)),
+                Err(EngineError::Store(StoreError::SideConflict)) => Ok(Attempt::Again),
+                Err(e) => Err(e),
             }
-        }
-        Err(EngineError::Contended)
+        })
     }
 
     /// The transport could not deliver an execution: the call closes with
@@ -147,59 +142,49 @@ impl<S: Store + 'static> Engine<S> {
         p: &Principal,
         token: &str,
     ) -> Result<(), EngineError> {
-        self.close_token(p, token, "delivery_failed")
+        self.close_token(p, token, Closure::DeliveryFailed)
             .await
             .map(|_| ())
     }
 
-    /// Closes a token's call without a finish (`code` is the closure code).
-    /// Returns the tool call id if it closed it.
+    /// Closes a token's call without a finish. Returns the tool call id if
+    /// it closed it.
     pub(crate) async fn close_token(
         &self,
         p: &Principal,
         token: &str,
-        code: &'static str,
+        closure: Closure,
     ) -> Result<Option<String>, EngineError> {
-        for _ in 0..=self.inner.config.max_retries {
+        retry!(self, async {
             let Some((raw, t)) = self.token(token).await? else {
                 return Err(client_err("token_unknown", "no such execution token"));
             };
-            let field = |k: &str| str_field(&t, k);
-            let executor = field("executor");
-            let done = t.get("finish").is_some_and(|f| !f.is_null())
-                || t.get("closed").is_some_and(|c| !c.is_null());
-            let rec = self.executor(&executor).await?;
+            let done = !t.open();
+            let rec = self.executor(&t.executor).await?;
             let mut next = rec.clone();
             next.pending.retain(|x| x != token);
-            let (sid, tool) = (field("sessionId"), field("toolCallId"));
             let mut closed = t.clone();
-            closed["closed"] = code.into();
+            closed.closed = Some(closure.code().to_owned());
+            let tool = t.tool_call_id.as_str();
             let r = self
-                .command(p, &sid, |j| {
+                .command(p, &t.session_id, |j| {
                     let open_in = j
                         .checker
-                        .tool_call(&j.session_id, &tool)
+                        .tool_call(&j.session_id, tool)
                         .filter(|(_, open)| *open)
                         .map(|(run, _)| run.to_owned());
                     let mut plan = Plan::of(Vec::new(), false);
                     if !done {
-                        plan.side.push(side(
-                            SideSpace::Token,
-                            token,
-                            Expect::Equals(raw.clone()),
-                            closed.to_string().into_bytes(),
-                        ));
+                        plan.side.push(closed.replace(token, &raw)?);
                     }
                     if next.pending.len() != rec.pending.len() {
-                        plan.side.push(next.write(&executor));
+                        plan.side.push(next.write(&t.executor)?);
                     }
                     if let (Some(run), false) = (open_in, done) {
                         plan.drafts.push(Draft::new(
                             "tool.call.finished",
                             j.run_at(&run)?,
-                            json!({"toolCallId": tool, "outcome": "error",
-                                   "response": {"code": code}, "code": code,
-                                   "message": closure_message(code)}),
+                            closure.finished_body(tool),
                         ));
                         plan.out = true;
                     }
@@ -207,11 +192,10 @@ impl<S: Store + 'static> Engine<S> {
                 })
                 .await;
             match r {
-                Ok((closed, _)) => return Ok(closed.then_some(tool)),
-                Err(EngineError::Store(StoreError::SideConflict)) => continue,
-                Err(e) => return Err(e),
+                Ok((closed, _)) => Ok(Attempt::Done(closed.then(|| tool.to_owned()))),
+                Err(EngineError::Store(StoreError::SideConflict)) => Ok(Attempt::Again),
+                Err(e) => Err(e),
             }
-        }
-        Err(EngineError::Contended)
+        })
     }
 }

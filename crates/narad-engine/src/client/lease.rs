@@ -4,14 +4,14 @@
 
 use narad_core::model::ControlPayload;
 use narad_store::{Expect, SideSpace, Store, StoreError};
-use serde_json::Value;
 
-use super::records::{corrupt, execute_message, EXECUTORS_KEY};
+use super::records::{decode_executors, encode_executors, execute_message, EXECUTORS_KEY};
 use super::{client_err, control};
+use crate::append::{retry, Attempt};
 use crate::command_loop::side;
 use crate::engine::Engine;
 use crate::error::EngineError;
-use crate::host::{timestamp, Principal};
+use crate::host::{timestamp, Action, Principal};
 use crate::outbox::{ClientOutbox, Clients};
 
 impl<S: Store + 'static> Engine<S> {
@@ -27,37 +27,33 @@ impl<S: Store + 'static> Engine<S> {
                 r.insert(executor.to_owned());
             }
         };
-        for _ in 0..=self.inner.config.max_retries {
+        retry!(self, async {
             let raw = self
                 .inner
                 .store
                 .side(SideSpace::Lease, EXECUTORS_KEY)
                 .await?;
-            let mut list: Vec<String> = match &raw {
-                Some(b) => serde_json::from_slice(b).map_err(|_| corrupt())?,
-                None => Vec::new(),
-            };
+            let mut list = decode_executors(raw.as_ref())?;
             if list.iter().any(|e| e == executor) {
                 done(&self.inner.clients);
-                return Ok(());
+                return Ok(Attempt::Done(()));
             }
             list.push(executor.to_owned());
             let expect = raw.map_or(Expect::Absent, Expect::Equals);
-            let bytes = serde_json::to_vec(&list).map_err(|_| corrupt())?;
+            let bytes = encode_executors(&list)?;
             let batch = narad_store::Batch {
                 side: vec![side(SideSpace::Lease, EXECUTORS_KEY, expect, bytes)],
                 ..narad_store::Batch::default()
             };
-            match self.inner.store.append(batch).await {
+            match self.append_resolving(batch).await {
                 Ok(_) => {
                     done(&self.inner.clients);
-                    return Ok(());
+                    Ok(Attempt::Done(()))
                 }
-                Err(StoreError::SideConflict) => continue,
-                Err(e) => return Err(e.into()),
+                Err(StoreError::SideConflict) => Ok(Attempt::Again),
+                Err(e) => Err(e.into()),
             }
-        }
-        Err(EngineError::Contended)
+        })
     }
 
     /// The outbox of control messages for `executor`.
@@ -78,7 +74,7 @@ impl<S: Store + 'static> Engine<S> {
     ) -> Result<String, EngineError> {
         self.authorize(
             p,
-            crate::Action::Write {
+            Action::Write {
                 session_id: "",
                 event_type: "client.attached",
             },
@@ -92,31 +88,27 @@ impl<S: Store + 'static> Engine<S> {
         let lease = self.inner.ids.next_id("lease");
         let now = self.inner.clock.now();
         let expires = now + self.inner.config.lease_ttl;
-        let mut rec;
-        loop {
-            rec = self.executor(executor).await?;
+        let (rec, resumes) = retry!(self, async {
+            let rec = self.executor(executor).await?;
             let mut next = rec.clone();
             next.lease = Some(lease.clone());
             next.lease_expires = Some(expires);
             let resumes = std::mem::take(&mut next.paused);
             let batch = narad_store::Batch {
-                side: vec![next.write(executor)],
+                side: vec![next.write(executor)?],
                 ..narad_store::Batch::default()
             };
-            match self.inner.store.append(batch).await {
-                Ok(_) => {
-                    rec = next;
-                    // Resume what waited for this executor.
-                    for (sid, run, wait) in resumes {
-                        match self.resume_run(p, &sid, &run, &wait).await {
-                            Ok(()) | Err(EngineError::Rejected { .. }) => {}
-                            Err(e) => return Err(e),
-                        }
-                    }
-                    break;
-                }
-                Err(StoreError::SideConflict) => continue,
-                Err(e) => return Err(e.into()),
+            match self.append_resolving(batch).await {
+                Ok(_) => Ok(Attempt::Done((next, resumes))),
+                Err(StoreError::SideConflict) => Ok(Attempt::Again),
+                Err(e) => Err(e.into()),
+            }
+        })?;
+        // Resume what waited for this executor.
+        for (sid, run, wait) in resumes {
+            match self.resume_run(p, &sid, &run, &wait).await {
+                Ok(()) | Err(EngineError::Rejected { .. }) => {}
+                Err(e) => return Err(e),
             }
         }
         let out = self.inner.clients.outbox(executor);
@@ -131,9 +123,7 @@ impl<S: Store + 'static> Engine<S> {
         );
         for token in &rec.pending {
             if let Some((_, t)) = self.token(token).await? {
-                if t.get("finish").is_none_or(Value::is_null)
-                    && t.get("closed").is_none_or(Value::is_null)
-                {
+                if t.open() {
                     out.push(true, execute_message(token, &t));
                 }
             }
@@ -150,14 +140,14 @@ impl<S: Store + 'static> Engine<S> {
     ) -> Result<(), EngineError> {
         self.authorize(
             p,
-            crate::Action::Write {
+            Action::Write {
                 session_id: "",
                 event_type: "client.heartbeat",
             },
         )?;
         let lock = self.inner.clients.lock(executor);
         let _guard = lock.lock().await;
-        loop {
+        retry!(self, async {
             let rec = self.executor(executor).await?;
             let now = self.inner.clock.now();
             if rec.valid_lease(now) != Some(lease) {
@@ -169,14 +159,14 @@ impl<S: Store + 'static> Engine<S> {
             let mut next = rec.clone();
             next.lease_expires = Some(now + self.inner.config.lease_ttl);
             let batch = narad_store::Batch {
-                side: vec![next.write(executor)],
+                side: vec![next.write(executor)?],
                 ..narad_store::Batch::default()
             };
-            match self.inner.store.append(batch).await {
-                Ok(_) => return Ok(()),
-                Err(StoreError::SideConflict) => continue,
-                Err(e) => return Err(e.into()),
+            match self.append_resolving(batch).await {
+                Ok(_) => Ok(Attempt::Done(())),
+                Err(StoreError::SideConflict) => Ok(Attempt::Again),
+                Err(e) => Err(e.into()),
             }
-        }
+        })
     }
 }

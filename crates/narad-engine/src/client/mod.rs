@@ -28,7 +28,7 @@ mod tick;
 
 use bytes::Bytes;
 use narad_core::model::ControlPayload;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::error::EngineError;
 
@@ -67,12 +67,66 @@ pub(crate) fn control(payload: &ControlPayload) -> Bytes {
     Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
 }
 
-/// The user-safe message of a closure code.
-pub(crate) fn closure_message(code: &str) -> &'static str {
-    match code {
-        "client_unavailable" => "The selected client executor is unavailable.",
-        "client_execution_expired" => "The client did not finish the tool call in time.",
-        "delivery_failed" => "The tool call could not be delivered to the client.",
-        _ => "The tool call was closed.",
+/// Why the host closed a client tool call without a finish (§11.3). Each
+/// code is spelled here once; the checker's `CLOSURE_CODES` lists the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Closure {
+    /// No valid lease when the call started.
+    ClientUnavailable,
+    /// The transport could not deliver the execution.
+    DeliveryFailed,
+    /// The token expired before a finish arrived.
+    ExecutionExpired,
+}
+
+impl Closure {
+    /// Every closure.
+    #[cfg(test)]
+    const ALL: [Self; 3] = [
+        Self::ClientUnavailable,
+        Self::DeliveryFailed,
+        Self::ExecutionExpired,
+    ];
+
+    /// The stable code, journaled as `code` and `response.code`.
+    pub(crate) fn code(self) -> &'static str {
+        match self {
+            Self::ClientUnavailable => "client_unavailable",
+            Self::DeliveryFailed => "delivery_failed",
+            Self::ExecutionExpired => "client_execution_expired",
+        }
+    }
+
+    /// The user-safe message journaled with it.
+    fn message(self) -> &'static str {
+        match self {
+            Self::ClientUnavailable => "The selected client executor is unavailable.",
+            Self::DeliveryFailed => "The tool call could not be delivered to the client.",
+            Self::ExecutionExpired => "The client did not finish the tool call in time.",
+        }
+    }
+
+    /// The `tool.call.finished` body that closes `tool_call_id`.
+    pub(crate) fn finished_body(self, tool_call_id: &str) -> Value {
+        json!({"toolCallId": tool_call_id, "outcome": "error",
+               "response": {"code": self.code()}, "code": self.code(),
+               "message": self.message()})
+    }
+}
+
+/// The pause reason of a run whose executor's lease lapsed.
+pub(crate) const EXECUTOR_UNAVAILABLE: &str = "client_executor_unavailable";
+
+#[cfg(test)]
+mod tests {
+    use super::Closure;
+
+    #[test]
+    fn the_closure_codes_are_the_checkers() {
+        let mine: std::collections::BTreeSet<&str> =
+            Closure::ALL.iter().map(|c| c.code()).collect();
+        let core: std::collections::BTreeSet<&str> =
+            narad_core::checker::CLOSURE_CODES.into_iter().collect();
+        assert_eq!(mine, core);
     }
 }

@@ -5,8 +5,9 @@ use narad_core::model::ControlPayload;
 use narad_store::{SideSpace, Store, StoreError};
 use serde_json::json;
 
-use super::records::{corrupt, parse_time, str_field, EXECUTORS_KEY};
-use super::{control, TickReport};
+use super::records::{decode_executors, EXECUTORS_KEY};
+use super::{control, Closure, TickReport, EXECUTOR_UNAVAILABLE};
+use crate::append::{retry, Attempt};
 use crate::command_loop::Plan;
 use crate::engine::Engine;
 use crate::error::EngineError;
@@ -21,15 +22,12 @@ impl<S: Store + 'static> Engine<S> {
     /// (never terminated by missing heartbeats) until a lease returns.
     pub async fn client_tick(&self, p: &Principal) -> Result<TickReport, EngineError> {
         let mut report = TickReport::default();
-        let list: Vec<String> = match self
+        let raw = self
             .inner
             .store
             .side(SideSpace::Lease, EXECUTORS_KEY)
-            .await?
-        {
-            Some(b) => serde_json::from_slice(&b).map_err(|_| corrupt())?,
-            None => Vec::new(),
-        };
+            .await?;
+        let list = decode_executors(raw.as_ref())?;
         for executor in list {
             let lock = self.inner.clients.lock(&executor);
             let _guard = lock.lock().await;
@@ -40,9 +38,9 @@ impl<S: Store + 'static> Engine<S> {
                 let Some((_, t)) = self.token(&token).await? else {
                     continue;
                 };
-                if parse_time(&t, "expiresAt").is_some_and(|e| now >= e) {
+                if now >= t.expires_at {
                     if let Some(call) = self
-                        .close_token(p, &token, "client_execution_expired")
+                        .close_token(p, &token, Closure::ExecutionExpired)
                         .await?
                     {
                         report.expired_calls.push(call);
@@ -69,8 +67,7 @@ impl<S: Store + 'static> Engine<S> {
                 let Some((_, t)) = self.token(token).await? else {
                     continue;
                 };
-                let field = |k: &str| str_field(&t, k);
-                let (sid, run) = (field("sessionId"), field("runId"));
+                let (sid, run) = (t.session_id, t.run_id);
                 if paused.iter().any(|(s, r, _)| *s == sid && *r == run) {
                     continue;
                 }
@@ -88,7 +85,7 @@ impl<S: Store + 'static> Engine<S> {
                             vec![Draft::new(
                                 "run.paused",
                                 j.run_at(&run)?,
-                                json!({"waitId": wait, "reason": "client_executor_unavailable",
+                                json!({"waitId": wait, "reason": EXECUTOR_UNAVAILABLE,
                                        "resumeMode": "automatic"}),
                             )],
                             true,
@@ -100,19 +97,27 @@ impl<S: Store + 'static> Engine<S> {
                     report.paused_runs.push(run);
                 }
             }
-            if paused.len() != rec.paused.len() {
-                let mut next = rec.clone();
-                next.paused = paused;
-                let batch = narad_store::Batch {
-                    side: vec![next.write(&executor)],
-                    ..narad_store::Batch::default()
-                };
-                // A conflict means another engine changed the record; the
-                // next tick sees its state.
-                match self.inner.store.append(batch).await {
-                    Ok(_) | Err(StoreError::SideConflict) => {}
-                    Err(e) => return Err(e.into()),
-                }
+            // Record the new pauses, so the executor's return resumes them;
+            // another engine may have changed the record meanwhile.
+            let added = paused.split_off(rec.paused.len());
+            if !added.is_empty() {
+                retry!(self, async {
+                    let mut next = self.executor(&executor).await?;
+                    for a in &added {
+                        if !next.paused.contains(a) {
+                            next.paused.push(a.clone());
+                        }
+                    }
+                    let batch = narad_store::Batch {
+                        side: vec![next.write(&executor)?],
+                        ..narad_store::Batch::default()
+                    };
+                    match self.append_resolving(batch).await {
+                        Ok(_) => Ok(Attempt::Done(())),
+                        Err(StoreError::SideConflict) => Ok(Attempt::Again),
+                        Err(e) => Err(e.into()),
+                    }
+                })?;
             }
         }
         Ok(report)
