@@ -98,7 +98,9 @@ impl<S: Store + 'static> Engine<S> {
                     Err(e) => return Err(e.into()),
                 }
             }
-            self.authorize_writes(p, session_id, drafts.iter().take(1).map(|d| d.ty))?;
+            // Every type the batch appends, not only the first: `stop`
+            // also appends `run.cancelled`, `tool.call.finished`, ...
+            self.authorize_writes(p, session_id, drafts.iter().map(|d| d.ty))?;
             for d in &drafts {
                 let profile = narad_core::registry::lookup(d.ty).map(|t| t.profile);
                 if profile.is_some_and(|pr| !j.meta.profiles.contains(pr)) {

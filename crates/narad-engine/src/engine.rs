@@ -177,16 +177,20 @@ impl<S: Store + 'static> Engine<S> {
         Ok(())
     }
 
-    /// Authorizes appending every distinct type of `types` to `session_id`
-    /// (each asked once, the trace and debug gate included).
+    /// Authorizes appending every distinct type of `types` to `session_id`,
+    /// in order, each asked once (the trace and debug gate included).
     pub(crate) fn authorize_writes<'a>(
         &self,
         p: &Principal,
         session_id: &str,
         types: impl IntoIterator<Item = &'a str>,
     ) -> Result<(), EngineError> {
-        let distinct: std::collections::BTreeSet<&str> = types.into_iter().collect();
-        for event_type in distinct {
+        let mut asked: Vec<&str> = Vec::new();
+        for event_type in types {
+            if asked.contains(&event_type) {
+                continue;
+            }
+            asked.push(event_type);
             self.authorize(
                 p,
                 Action::Write {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use narad_core::checker::Slot;
+use narad_core::Profile;
 use narad_store::{HistoryQuery, Page, Store};
 use serde_json::{json, Value};
 
@@ -12,7 +13,7 @@ use crate::command_loop::Plan;
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::host::{timestamp, Action, Principal};
-use crate::subscribe::Follow;
+use crate::subscribe::{is_debug_event, Follow};
 
 /// The capability record of §10.4.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +45,9 @@ pub struct Attached<S> {
 }
 
 impl<S: Store + 'static> Engine<S> {
-    /// Session history per §10.2 (combined cursors checked).
+    /// Session history per §10.2 (combined cursors checked). Trace and
+    /// debug events are left out for a principal that may not debug; the
+    /// page's `next` cursor still covers them.
     pub async fn history(
         &self,
         p: &Principal,
@@ -52,13 +55,41 @@ impl<S: Store + 'static> Engine<S> {
         query: &HistoryQuery,
     ) -> Result<Page, EngineError> {
         self.authorize(p, Action::Read { session_id })?;
+        let hide = self.hides_debug(p, session_id).await?;
         let mut q = query.clone();
         q.limit = q.limit.min(self.inner.config.history_limit);
-        Ok(self.inner.store.read_history(session_id, &q).await?)
+        let mut page = self.inner.store.read_history(session_id, &q).await?;
+        if hide {
+            // The cursor still moves past them: the next page follows on.
+            page.events.retain(|e| !is_debug_event(&e.bytes));
+        }
+        Ok(page)
+    }
+
+    /// Whether reads of `session_id` by `p` leave out trace and debug
+    /// events: `p` may not debug ([`crate::Authorizer::may_debug`]) and the
+    /// session has one of those profiles active (without them there are
+    /// none to leave out, and no event is parsed).
+    pub(crate) async fn hides_debug(
+        &self,
+        p: &Principal,
+        session_id: &str,
+    ) -> Result<bool, EngineError> {
+        if self.inner.auth.may_debug(p) {
+            return Ok(false);
+        }
+        let profiles = match self.meta(session_id).await {
+            Ok(meta) => meta.profiles,
+            // No session, no events to leave out.
+            Err(EngineError::UnknownSession) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        Ok(profiles.contains(Profile::Trace) || profiles.contains(Profile::Debug))
     }
 
     /// Follows a session from `after` (a `sessionSequence`): replays to the
-    /// head, then goes live, with no gap and no duplicate.
+    /// head, then goes live, with no gap and no duplicate. Trace and debug
+    /// events are skipped for a principal that may not debug.
     pub async fn subscribe(
         &self,
         p: &Principal,
@@ -67,12 +98,14 @@ impl<S: Store + 'static> Engine<S> {
     ) -> Result<Follow<S>, EngineError> {
         self.authorize(p, Action::Read { session_id })?;
         self.meta(session_id).await?;
+        let hide = self.hides_debug(p, session_id).await?;
         Ok(Follow::new(
             Arc::clone(&self.inner.store),
             session_id,
             after,
             self.inner.config.history_limit,
-        ))
+        )
+        .hiding_debug(hide))
     }
 
     /// Hydrate records of the session at its head: a `messages.snapshot`
@@ -147,12 +180,14 @@ impl<S: Store + 'static> Engine<S> {
             session_sequence: head,
             ..caps
         };
+        let hide = self.hides_debug(p, session_id).await?;
         let follow = Follow::new(
             Arc::clone(&self.inner.store),
             session_id,
             head,
             self.inner.config.history_limit,
-        );
+        )
+        .hiding_debug(hide);
         Ok(Attached {
             capabilities,
             hydrate,

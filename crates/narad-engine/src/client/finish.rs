@@ -58,19 +58,20 @@ impl<S: Store + 'static> Engine<S> {
             outcome: outcome.clone(),
             response: response.clone(),
         };
-        self.authorize(
-            p,
-            Action::Write {
-                session_id: "",
-                event_type: "client.tool.finish",
-            },
-        )?;
         let lock = self.inner.clients.lock(&client_executor_id);
         let _guard = lock.lock().await;
         retry!(self, async {
             let Some((raw, t)) = self.token(&execution_token).await? else {
                 return Err(client_err("token_unknown", "no such execution token"));
             };
+            // The control acts on the token's session.
+            self.authorize(
+                p,
+                Action::Write {
+                    session_id: &t.session_id,
+                    event_type: "client.tool.finish",
+                },
+            )?;
             if t.executor != client_executor_id {
                 return Err(client_err(
                     "executor_mismatch",

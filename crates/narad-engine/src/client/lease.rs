@@ -74,9 +74,9 @@ impl<S: Store + 'static> Engine<S> {
     ) -> Result<String, EngineError> {
         self.authorize(
             p,
-            Action::Write {
-                session_id: "",
-                event_type: "client.attached",
+            Action::ClientLease {
+                executor_id: executor,
+                control: "client.attached",
             },
         )?;
         if executor.is_empty() {
@@ -140,9 +140,9 @@ impl<S: Store + 'static> Engine<S> {
     ) -> Result<(), EngineError> {
         self.authorize(
             p,
-            Action::Write {
-                session_id: "",
-                event_type: "client.heartbeat",
+            Action::ClientLease {
+                executor_id: executor,
+                control: "client.heartbeat",
             },
         )?;
         let lock = self.inner.clients.lock(executor);
