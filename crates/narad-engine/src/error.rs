@@ -63,7 +63,18 @@ pub enum EngineError {
         /// Sanitized message (ids only).
         message: String,
     },
-    /// Other engines kept winning the session; retry later.
+    /// A stored engine record (a client-execution lease or token record)
+    /// lacks a field, holds one of the wrong type, or has an unknown
+    /// version. Nothing was written.
+    #[error("the {space} record {key} is unreadable")]
+    CorruptRecord {
+        /// The record's side space (`lease`, `token`).
+        space: &'static str,
+        /// Its key (a token's only by its kind prefix: it is a credential).
+        key: String,
+    },
+    /// A read → modify → conditional write kept losing to other writers
+    /// (of a session, an executor record or a workspace stream); retry later.
     #[error("session is contended; retry")]
     Contended,
     /// The store failed.
@@ -86,6 +97,7 @@ impl EngineError {
             Self::ProfileInactive { .. } => "profile_inactive",
             Self::InvalidCommand(_) => "invalid_command",
             Self::Client { code, .. } => code,
+            Self::CorruptRecord { .. } => "corrupt_record",
             Self::Contended => "contended",
             Self::Store(e) => e.code(),
         }

@@ -119,8 +119,19 @@ pub enum Action<'a> {
     Write {
         /// The session.
         session_id: &'a str,
-        /// The type of the first event the command appends.
+        /// One type the command appends; a command appending several
+        /// types asks once for each.
         event_type: &'a str,
+    },
+    /// A client-execution control about an executor's lease alone
+    /// (`client.attached`, `client.heartbeat`): it acts on no session.
+    /// Controls acting on a session (`client.tool.finish`, a delivery
+    /// failure) are [`Action::Write`] with the token's session.
+    ClientLease {
+        /// The logical executor.
+        executor_id: &'a str,
+        /// The control's type.
+        control: &'a str,
     },
     /// Read a session's history or subscribe to it.
     Read {
@@ -135,8 +146,14 @@ pub enum Action<'a> {
 }
 
 /// The authorization hook, called before every command and read. The
-/// engine refuses with `not_authorized` when it answers `false`; trace and
-/// debug profile events need [`Authorizer::may_debug`] as well.
+/// engine refuses with `not_authorized` when it answers `false`. A command
+/// asks once for every distinct event type its batch appends (`stop` asks
+/// for `run.stop.requested`, `tool.call.finished`, `interrupt.resolved`,
+/// `run.resumed`, `run.cancelled` as it needs them), before anything is
+/// appended. Trace and debug profile events need [`Authorizer::may_debug`]
+/// as well: without it, writing them is refused and reads
+/// ([`crate::Engine::history`], [`crate::Engine::subscribe`],
+/// [`crate::Engine::attach`]) leave them out.
 pub trait Authorizer: Send + Sync + std::fmt::Debug {
     /// Whether `principal` may do `action`.
     fn allows(&self, principal: &Principal, action: Action<'_>) -> bool;

@@ -18,23 +18,37 @@
 //!
 //! See the example on [`Engine`].
 
+mod append;
 pub mod client;
+mod command_loop;
+mod command_types;
 mod engine;
 mod error;
 pub mod executor;
 pub mod host;
+mod import;
+mod interrupts;
 mod journal;
+mod outbox;
+mod reads;
+mod run_commands;
+mod session_cache;
+mod session_commands;
+mod stop;
 mod subscribe;
 mod watch;
+mod workspace;
 
-pub use engine::{
-    Attached, Capabilities, Engine, EngineConfig, EngineStats, EventScope, Interrupt,
-    InterruptScope, NewSession, Resolve, StartRun, Started, StopTarget, Terminal, ToolOutcome,
+pub use command_types::{
+    EventScope, Interrupt, InterruptScope, NewSession, Resolve, StartRun, Started, StopTarget,
+    Terminal, ToolOutcome,
 };
+pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::EngineError;
 pub use host::{
     Action, AllowAll, Authorizer, Clock, IdSource, ManualClock, Principal, RandomIds,
     SequentialIds, SystemClock,
 };
+pub use reads::{Attached, Capabilities};
 pub use subscribe::Follow;
 pub use watch::WatchFollow;

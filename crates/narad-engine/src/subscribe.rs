@@ -23,6 +23,7 @@ pub struct Follow<S> {
     buffered: VecDeque<StoredEvent>,
     notices: Subscription,
     lagged: u64,
+    hide_debug: bool,
 }
 
 impl<S: Store> Follow<S> {
@@ -36,7 +37,15 @@ impl<S: Store> Follow<S> {
             buffered: VecDeque::new(),
             notices,
             lagged: 0,
+            hide_debug: false,
         }
+    }
+
+    /// Skips trace and debug events (for a principal that may not debug);
+    /// the cursor still moves past them.
+    pub(crate) fn hiding_debug(mut self, hide: bool) -> Self {
+        self.hide_debug = hide;
+        self
     }
 
     /// The `sessionSequence` of the last event returned.
@@ -60,6 +69,9 @@ impl<S: Store> Follow<S> {
                     self.cursor,
                     ev.position.session_sequence,
                 )?;
+                if self.hide_debug && is_debug_event(&ev.bytes) {
+                    continue;
+                }
                 return Ok(Some(ev));
             }
             let page = self
@@ -78,6 +90,18 @@ impl<S: Store> Follow<S> {
             }
         }
     }
+}
+
+/// Whether stored event bytes are a trace or debug profile event. Bytes
+/// that do not parse are not hidden (the store holds checked events only).
+pub(crate) fn is_debug_event(bytes: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Typed<'a> {
+        #[serde(rename = "type", borrow)]
+        ty: std::borrow::Cow<'a, str>,
+    }
+    serde_json::from_slice::<Typed<'_>>(bytes)
+        .is_ok_and(|t| t.ty.starts_with("trace.") || t.ty.starts_with("debug."))
 }
 
 /// Why a follower at the head woke up.

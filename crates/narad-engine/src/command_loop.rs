@@ -1,0 +1,186 @@
+//! The command loop: plan from the reduced state, check every drafted
+//! event, append atomically, and re-plan when another writer moved the
+//! head. Also the small building blocks every command's plan uses.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use narad_store::{Batch, Expect, SideSpace, SideWrite, Store, StoreError, StoredEvent};
+use serde_json::Value;
+
+use crate::append::{retry, Attempt};
+use crate::engine::Engine;
+use crate::error::EngineError;
+use crate::host::{timestamp, Principal};
+use crate::journal::{Draft, Journal};
+
+pub(crate) fn side(space: SideSpace, key: &str, expect: Expect, value: Vec<u8>) -> SideWrite {
+    SideWrite {
+        space,
+        key: key.to_owned(),
+        expect,
+        value: Some(Bytes::from(value)),
+    }
+}
+
+/// The drafts and side writes of one command, and what it returns.
+pub(crate) struct Plan<T> {
+    pub(crate) drafts: Vec<Draft>,
+    pub(crate) side: Vec<SideWrite>,
+    pub(crate) out: T,
+}
+
+impl<T> Plan<T> {
+    pub(crate) fn of(drafts: Vec<Draft>, out: T) -> Self {
+        Self {
+            drafts,
+            side: Vec::new(),
+            out,
+        }
+    }
+}
+
+impl<S: Store + 'static> Engine<S> {
+    /// The command loop: hydrate if needed, plan from the reduced state,
+    /// check every drafted event, append atomically; when another writer
+    /// moved the head, reload and plan again.
+    pub(crate) async fn command<T>(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        plan: impl Fn(&Journal) -> Result<Plan<T>, EngineError>,
+    ) -> Result<(T, Vec<StoredEvent>), EngineError> {
+        let cell = self.cell(session_id);
+        let mut slot = cell.lock().await;
+        retry!(self, async {
+            if slot.is_none() {
+                *slot = Some(self.hydrate(session_id).await?);
+            }
+            let Some(j) = slot.as_mut() else {
+                return Ok(Attempt::Again);
+            };
+            let planned = plan(j);
+            let Plan { drafts, side, out } = match planned {
+                Ok(p) => p,
+                Err(e) => {
+                    // Refused on what we hold: make sure it is current.
+                    if self.stale(j.head, session_id, &e).await? {
+                        *slot = None;
+                        return Ok(Attempt::Again);
+                    }
+                    return Err(e);
+                }
+            };
+            if drafts.is_empty() {
+                if side.is_empty() {
+                    // A read: answer from the current journal, not a cache
+                    // another engine has moved past.
+                    if self.inner.store.head(session_id).await? != j.head {
+                        *slot = None;
+                        return Ok(Attempt::Again);
+                    }
+                    return Ok(Attempt::Done((out, Vec::new())));
+                }
+                // Side records only, still guarded by the head the plan saw.
+                let batch = Batch {
+                    session_id: session_id.to_owned(),
+                    expected_head: j.head,
+                    side,
+                    ..Batch::default()
+                };
+                match self.append_resolving(batch).await {
+                    Ok(_) => return Ok(Attempt::Done((out, Vec::new()))),
+                    Err(StoreError::HeadConflict { .. }) => {
+                        *slot = None;
+                        self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
+                        return Ok(Attempt::Again);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            // Every type the batch appends, not only the first: `stop`
+            // also appends `run.cancelled`, `tool.call.finished`, ...
+            self.authorize_writes(p, session_id, drafts.iter().map(|d| d.ty))?;
+            for d in &drafts {
+                let profile = narad_core::registry::lookup(d.ty).map(|t| t.profile);
+                if profile.is_some_and(|pr| !j.meta.profiles.contains(pr)) {
+                    return Err(EngineError::ProfileInactive {
+                        event_type: d.ty.to_owned(),
+                    });
+                }
+            }
+            let now = timestamp(self.inner.clock.now());
+            let events = match j.apply(drafts, &*self.inner.ids, &now) {
+                Ok(evs) => evs,
+                Err((e, dirty)) => {
+                    let head = j.head;
+                    if dirty {
+                        *slot = None;
+                    }
+                    // Another engine may have moved the session on: a rule
+                    // refusal is final only against the current journal.
+                    if self.stale(head, session_id, &e).await? {
+                        *slot = None;
+                        return Ok(Attempt::Again);
+                    }
+                    return Err(e);
+                }
+            };
+            let mut side = side;
+            let new_head = j.head + events.len() as u64;
+            let every = self.inner.config.snapshot_every;
+            let snapshot = every > 0 && new_head - j.snapshot_head >= every;
+            if snapshot {
+                side.push(SideWrite {
+                    space: SideSpace::Snapshot,
+                    key: session_id.to_owned(),
+                    expect: Expect::Any,
+                    value: Some(Bytes::from(j.encode_snapshot(new_head))),
+                });
+            }
+            let batch = Batch {
+                session_id: session_id.to_owned(),
+                expected_head: j.head,
+                events: events.clone(),
+                side,
+                watch: Vec::new(),
+            };
+            match self.append_resolving(batch).await {
+                Ok(done) => {
+                    j.head = done.head;
+                    if snapshot {
+                        j.snapshot_head = done.head;
+                    }
+                    Ok(Attempt::Done((out, events)))
+                }
+                Err(StoreError::HeadConflict { .. }) => {
+                    // Another engine wrote first: reload and re-check.
+                    *slot = None;
+                    self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
+                    Ok(Attempt::Again)
+                }
+                Err(e) => {
+                    *slot = None;
+                    Err(e.into())
+                }
+            }
+        })
+    }
+}
+
+pub(crate) fn strip_nulls(mut v: Value) -> Value {
+    if let Value::Object(m) = &mut v {
+        m.retain(|_, x| !x.is_null());
+    }
+    v
+}
+
+/// Journaled messages are user-facing: keep them short and single-line.
+pub(crate) fn sanitize(message: &str) -> String {
+    let one_line: String = message
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(500)
+        .collect();
+    one_line.trim().to_owned()
+}

@@ -1,0 +1,201 @@
+//! Interrupts: request (with its pause in the same batch), resolve by id
+//! alone through the global interrupt index, and expiry.
+
+use narad_store::{Expect, SideSpace, Store};
+use serde_json::json;
+
+use crate::command_loop::{side, strip_nulls, Plan};
+use crate::command_types::{Interrupt, InterruptScope, Resolve};
+use crate::engine::{Cell, Engine};
+use crate::error::EngineError;
+use crate::host::{timestamp, Principal};
+use crate::journal::{At, Draft};
+
+impl<S: Store + 'static> Engine<S> {
+    /// Requests an interrupt; the matching pause is appended in the same
+    /// atomic batch, so adjacency (§7.6) holds by construction. Returns
+    /// `(interruptId, waitId)`.
+    pub async fn request_interrupt(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        interrupt: Interrupt,
+    ) -> Result<(String, String), EngineError> {
+        let iid = self.inner.ids.next_id("interrupt");
+        let wait = self.inner.ids.next_id("wait");
+        let (out, _) = self
+            .command(p, session_id, |j| {
+                let mut body = json!({
+                    "interruptId": iid, "waitId": wait, "kind": interrupt.kind,
+                    "actions": interrupt.actions, "input": interrupt.input,
+                    "expiresAt": interrupt.expires_at.map(timestamp),
+                });
+                let drafts = match &interrupt.scope {
+                    InterruptScope::Run(run) => {
+                        let at = j.run_at(run)?;
+                        vec![
+                            Draft::new("interrupt.requested", at.clone(), strip_nulls(body)),
+                            Draft::new(
+                                "run.paused",
+                                at,
+                                json!({"waitId": wait, "reason": "interrupt",
+                                       "resumeMode": "command", "interruptId": iid}),
+                            ),
+                        ]
+                    }
+                    InterruptScope::Workflow(wf) => {
+                        body["scope"] = "workflow".into();
+                        let at = At::Workflow(wf.clone());
+                        vec![
+                            Draft::new("interrupt.requested", at.clone(), strip_nulls(body)),
+                            Draft::new(
+                                "workflow.paused",
+                                at,
+                                json!({"waitId": wait, "interruptId": iid}),
+                            ),
+                        ]
+                    }
+                };
+                let mut plan = Plan::of(drafts, ());
+                // The global index that lets resolve-interrupt find the
+                // owning session from the interrupt id alone.
+                plan.side.push(side(
+                    SideSpace::Interrupt,
+                    &iid,
+                    Expect::Absent,
+                    j.session_id.clone().into_bytes(),
+                ));
+                Ok(plan)
+            })
+            .await?;
+        let () = out;
+        Ok((iid, wait))
+    }
+
+    /// `resolve-interrupt` (§2.2) by `interruptId` alone: finds the owning
+    /// session and journal, checks `expectedRevision`, appends
+    /// `interrupt.resolved` and the resume of the run or workflow.
+    pub async fn resolve_interrupt(
+        &self,
+        p: &Principal,
+        resolve: Resolve,
+    ) -> Result<String, EngineError> {
+        let sid = match self
+            .inner
+            .store
+            .side(SideSpace::Interrupt, &resolve.interrupt_id)
+            .await?
+        {
+            Some(b) => String::from_utf8(b.to_vec()).map_err(|_| EngineError::UnknownInterrupt)?,
+            None => return Err(EngineError::UnknownInterrupt),
+        };
+        self.command(p, &sid, |j| {
+            let s = &j.session_id;
+            let owner = j
+                .checker
+                .runs(s)
+                .find(|(_, r)| {
+                    r.open_interrupt
+                        .as_ref()
+                        .is_some_and(|i| i.id == resolve.interrupt_id)
+                })
+                .map(|(id, r)| {
+                    (
+                        InterruptScope::Run(id.clone()),
+                        r.open_interrupt.clone(),
+                        r.root.clone(),
+                    )
+                })
+                .or_else(|| {
+                    j.checker
+                        .workflows(s)
+                        .find(|(_, w)| {
+                            w.open_interrupt
+                                .as_ref()
+                                .is_some_and(|i| i.id == resolve.interrupt_id)
+                        })
+                        .map(|(id, w)| {
+                            (
+                                InterruptScope::Workflow(id.clone()),
+                                w.open_interrupt.clone(),
+                                id.clone(),
+                            )
+                        })
+                });
+            let Some((scope, Some(open), key)) = owner else {
+                return Err(EngineError::UnknownInterrupt);
+            };
+            let (at, current) = match &scope {
+                InterruptScope::Run(run) => (j.run_at(run)?, j.checker.run_head(s, &key)),
+                InterruptScope::Workflow(wf) => {
+                    (At::Workflow(wf.clone()), j.checker.workflow_head(s, wf))
+                }
+            };
+            if let Some(expected) = resolve.expected_revision {
+                if expected != current {
+                    return Err(EngineError::RevisionConflict { expected, current });
+                }
+            }
+            let mut body = strip_nulls(json!({
+                "interruptId": open.id, "waitId": open.wait_id, "decision": resolve.decision,
+                "reason": resolve.reason, "members": resolve.members,
+            }));
+            let resume = match &scope {
+                InterruptScope::Run(_) => "run.resumed",
+                InterruptScope::Workflow(_) => {
+                    body["scope"] = "workflow".into();
+                    "workflow.resumed"
+                }
+            };
+            Ok(Plan::of(
+                vec![
+                    Draft::new("interrupt.resolved", at.clone(), body),
+                    Draft::new(resume, at, json!({ "waitId": open.wait_id })),
+                ],
+                (),
+            ))
+        })
+        .await?;
+        Ok(sid)
+    }
+
+    /// Resolves every open interrupt whose `expiresAt` has passed on the
+    /// engine's clock as `decision=expired` (§7.7) and resumes its run or
+    /// workflow. Covers the sessions this engine holds in memory (a session
+    /// is loaded by any command or read on it). Returns the expired ids.
+    pub async fn expire_due(&self, p: &Principal) -> Result<Vec<String>, EngineError> {
+        let now = self.inner.clock.now();
+        let cells: Vec<Cell> = match self.inner.cells.lock() {
+            Ok(c) => c.values().cloned().collect(),
+            Err(poisoned) => poisoned.into_inner().values().cloned().collect(),
+        };
+        let mut due = Vec::new();
+        for cell in cells {
+            if let Some(j) = cell.lock().await.as_ref() {
+                due.extend(j.due(now));
+            }
+        }
+        let mut expired = Vec::new();
+        for id in due {
+            let r = self
+                .resolve_interrupt(
+                    p,
+                    Resolve {
+                        interrupt_id: id.clone(),
+                        decision: "expired".into(),
+                        reason: None,
+                        expected_revision: None,
+                        members: None,
+                    },
+                )
+                .await;
+            match r {
+                Ok(_) => expired.push(id),
+                // Resolved meanwhile by someone else: nothing to expire.
+                Err(EngineError::UnknownInterrupt) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(expired)
+    }
+}

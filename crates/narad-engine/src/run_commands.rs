@@ -1,0 +1,252 @@
+//! Run and tool commands: start (or queue) a run, backend tool calls,
+//! pause and resume, terminals, and the queue of top-level starts.
+
+use narad_core::checker::Slot;
+use narad_store::Store;
+use serde_json::{json, Value};
+
+use crate::command_loop::{sanitize, strip_nulls, Plan};
+use crate::command_types::{StartRun, Started, Terminal, ToolOutcome};
+use crate::engine::Engine;
+use crate::error::EngineError;
+use crate::host::Principal;
+use crate::journal::{At, Draft, Journal};
+
+impl<S: Store + 'static> Engine<S> {
+    /// Starts a run: top-level (independent or in a workflow) or nested.
+    pub async fn start_run(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        start: StartRun,
+    ) -> Result<Started, EngineError> {
+        let run_id = start
+            .run_id
+            .clone()
+            .unwrap_or_else(|| self.inner.ids.next_id("run"));
+        let result = self
+            .command(p, session_id, |j| {
+                let sid = &j.session_id;
+                let (root, workflow, inherited) = match &start.parent_run_id {
+                    Some(parent) => {
+                        let pr = j.checker.run(sid, parent).ok_or(EngineError::UnknownRun)?;
+                        (
+                            pr.root.clone(),
+                            pr.workflow.clone(),
+                            pr.client_executor.clone(),
+                        )
+                    }
+                    None => (run_id.clone(), start.workflow_id.clone(), None),
+                };
+                // A nested run records its executor binding explicitly: the
+                // one asked for, else its parent's.
+                let executor = start.client_executor_id.clone().or(inherited);
+                if start.parent_run_id.is_none() && start.queue_if_busy && slot_busy(j, &start) {
+                    return Ok(Plan::of(Vec::new(), false));
+                }
+                let body = json!({
+                    "parentRunId": start.parent_run_id,
+                    "clientExecutorId": executor,
+                });
+                let draft = Draft::new(
+                    "run.started",
+                    At::Run {
+                        run: run_id.clone(),
+                        root,
+                        workflow,
+                    },
+                    strip_nulls(body),
+                );
+                Ok(Plan::of(vec![draft], true))
+            })
+            .await?;
+        if result.0 {
+            return Ok(Started::Running(run_id));
+        }
+        let cell = self.cell(session_id);
+        let mut slot = cell.lock().await;
+        if let Some(j) = slot.as_mut() {
+            j.queue.push_back(StartRun {
+                run_id: Some(run_id.clone()),
+                queue_if_busy: false,
+                ..start
+            });
+        }
+        Ok(Started::Queued(run_id))
+    }
+
+    /// Starts the next queued top-level run if the slot is free.
+    pub(crate) async fn drain_queue(
+        &self,
+        p: &Principal,
+        session_id: &str,
+    ) -> Result<(), EngineError> {
+        let next = {
+            let cell = self.cell(session_id);
+            let mut slot = cell.lock().await;
+            match slot.as_mut() {
+                Some(j) if j.checker.slot(session_id).is_none() => j.queue.pop_front(),
+                _ => None,
+            }
+        };
+        if let Some(start) = next {
+            Box::pin(self.start_run(p, session_id, start)).await?;
+        }
+        Ok(())
+    }
+
+    /// Starts a tool call on a running run; returns its `toolCallId`.
+    pub async fn start_tool_call(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        run_id: &str,
+        tool_name: &str,
+        args: Value,
+    ) -> Result<String, EngineError> {
+        let id = self.inner.ids.next_id("tool");
+        self.command(p, session_id, |j| {
+            let body = json!({"toolCallId": id, "toolName": tool_name, "executor": "backend", "args": args});
+            Ok(Plan::of(
+                vec![Draft::new("tool.call.started", j.run_at(run_id)?, body)],
+                (),
+            ))
+        })
+        .await?;
+        Ok(id)
+    }
+
+    /// Finishes a tool call (exactly once, §7.9).
+    pub async fn finish_tool_call(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        tool_call_id: &str,
+        outcome: ToolOutcome,
+    ) -> Result<(), EngineError> {
+        self.command(p, session_id, |j| {
+            let (run, _) = j
+                .checker
+                .tool_call(&j.session_id, tool_call_id)
+                .ok_or(EngineError::UnknownToolCall)?;
+            let mut body = strip_nulls(json!({
+                "toolCallId": tool_call_id, "outcome": outcome.outcome,
+                "code": outcome.code, "message": outcome.message.as_deref().map(sanitize)
+            }));
+            // `response` is required and may be null (§7.9).
+            body["response"] = outcome.response.clone();
+            Ok(Plan::of(
+                vec![Draft::new("tool.call.finished", j.run_at(run)?, body)],
+                (),
+            ))
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Pauses a run without an interrupt; returns the `waitId`.
+    pub async fn pause_run(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        run_id: &str,
+        reason: &str,
+        automatic: bool,
+    ) -> Result<String, EngineError> {
+        let wait = self.inner.ids.next_id("wait");
+        let mode = if automatic { "automatic" } else { "command" };
+        self.command(p, session_id, |j| {
+            let body = json!({"waitId": wait, "reason": reason, "resumeMode": mode});
+            Ok(Plan::of(
+                vec![Draft::new("run.paused", j.run_at(run_id)?, body)],
+                (),
+            ))
+        })
+        .await?;
+        Ok(wait)
+    }
+
+    /// Resumes a paused run; `wait_id` must be its active pause's.
+    pub async fn resume_run(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        run_id: &str,
+        wait_id: &str,
+    ) -> Result<(), EngineError> {
+        self.command(p, session_id, |j| {
+            Ok(Plan::of(
+                vec![Draft::new(
+                    "run.resumed",
+                    j.run_at(run_id)?,
+                    json!({ "waitId": wait_id }),
+                )],
+                (),
+            ))
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Ends a run. Open work (tool calls, children, a pause) must be closed
+    /// first; the checker refuses otherwise (`open_work`, `run_paused`).
+    pub async fn end_run(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        run_id: &str,
+        terminal: Terminal,
+    ) -> Result<(), EngineError> {
+        self.command(p, session_id, |j| {
+            Ok(Plan::of(
+                vec![terminal_draft(j.run_at(run_id)?, &terminal)],
+                (),
+            ))
+        })
+        .await?;
+        self.drain_queue(p, session_id).await
+    }
+}
+
+fn slot_busy(j: &Journal, start: &StartRun) -> bool {
+    match j.checker.slot(&j.session_id) {
+        None => false,
+        Some(Slot::Run(_)) => true,
+        Some(Slot::Workflow(w)) => start.workflow_id.as_deref() != Some(w.as_str()),
+    }
+}
+
+fn terminal_draft(at: At, t: &Terminal) -> Draft {
+    match t {
+        Terminal::Finished {
+            usage,
+            artifact_ids,
+        } => {
+            let mut body = strip_nulls(json!({ "usage": usage }));
+            if !artifact_ids.is_empty() {
+                body["artifactIds"] = json!(artifact_ids);
+            }
+            Draft::new("run.finished", at, body)
+        }
+        Terminal::Error {
+            code,
+            message,
+            usage,
+        } => Draft::new(
+            "run.error",
+            at,
+            strip_nulls(json!({"code": code, "message": sanitize(message), "usage": usage})),
+        ),
+        Terminal::Cancelled {
+            code,
+            message,
+            usage,
+        } => Draft::new(
+            "run.cancelled",
+            at,
+            strip_nulls(
+                json!({"code": code, "message": message.as_deref().map(sanitize), "usage": usage}),
+            ),
+        ),
+    }
+}

@@ -1,0 +1,135 @@
+//! The bounded cache of hydrated sessions: one lock-guarded journal per
+//! session, rebuilt from the store (from a reducer snapshot when there is
+//! one) when absent, and the check that a refusal was decided on the
+//! current journal.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use narad_store::{Batch, Expect, SideSpace, SideWrite, Store};
+
+use crate::engine::{Cell, Engine};
+use crate::error::EngineError;
+use crate::host::{Action, Principal};
+use crate::journal::{Journal, Meta};
+
+impl<S: Store + 'static> Engine<S> {
+    pub(crate) fn cell(&self, session_id: &str) -> Cell {
+        let mut cells = match self.inner.cells.lock() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(c) = cells.get(session_id) {
+            return Arc::clone(c);
+        }
+        if cells.len() >= self.inner.config.cached_sessions {
+            // Drop idle sessions (nobody holds their lock) until under the bound.
+            let idle: Vec<String> = cells
+                .iter()
+                .filter(|(_, c)| {
+                    // Idle (only the map holds it) and no queued start to lose.
+                    Arc::strong_count(c) == 1
+                        && c.try_lock()
+                            .is_ok_and(|j| j.as_ref().is_none_or(|j| j.queue.is_empty()))
+                })
+                .map(|(k, _)| k.clone())
+                .take(cells.len() + 1 - self.inner.config.cached_sessions)
+                .collect();
+            for k in idle {
+                cells.remove(&k);
+            }
+        }
+        let c: Cell = Arc::new(tokio::sync::Mutex::new(None));
+        cells.insert(session_id.to_owned(), Arc::clone(&c));
+        c
+    }
+
+    /// Whether a refusal `e` was decided on a journal older than the store's
+    /// (another writer appended since we loaded it).
+    pub(crate) async fn stale(
+        &self,
+        held: u64,
+        session_id: &str,
+        e: &EngineError,
+    ) -> Result<bool, EngineError> {
+        let decided_on_state = matches!(
+            e,
+            EngineError::Rejected { .. }
+                | EngineError::UnknownRun
+                | EngineError::UnknownToolCall
+                | EngineError::UnknownInterrupt
+                | EngineError::RevisionConflict { .. }
+        );
+        if !decided_on_state {
+            return Ok(false);
+        }
+        let current = self.inner.store.head(session_id).await?;
+        if current != held {
+            self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(current != held)
+    }
+
+    pub(crate) async fn hydrate(&self, session_id: &str) -> Result<Journal, EngineError> {
+        let meta = self.meta(session_id).await?;
+        let j = Journal::hydrate(&*self.inner.store, session_id, meta).await?;
+        let c = &self.inner.counters;
+        c.hydrations.fetch_add(1, Ordering::Relaxed);
+        if j.from_snapshot {
+            c.from_snapshot.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(j)
+    }
+
+    pub(crate) async fn meta(&self, session_id: &str) -> Result<Meta, EngineError> {
+        match self
+            .inner
+            .store
+            .side(SideSpace::Session, session_id)
+            .await?
+        {
+            Some(b) => Meta::decode(&b),
+            None => Err(EngineError::UnknownSession),
+        }
+    }
+
+    /// Writes a reducer snapshot of the session at its head now (guarded by
+    /// the head, so it never describes a journal it is not beside).
+    pub async fn write_snapshot(
+        &self,
+        p: &Principal,
+        session_id: &str,
+    ) -> Result<u64, EngineError> {
+        self.authorize(p, Action::Read { session_id })?;
+        let cell = self.cell(session_id);
+        let mut slot = cell.lock().await;
+        if slot.is_none() {
+            *slot = Some(self.hydrate(session_id).await?);
+        }
+        let Some(j) = slot.as_mut() else {
+            return Err(EngineError::UnknownSession);
+        };
+        let batch = Batch {
+            session_id: session_id.to_owned(),
+            expected_head: j.head,
+            side: vec![SideWrite {
+                space: SideSpace::Snapshot,
+                key: session_id.to_owned(),
+                expect: Expect::Any,
+                value: Some(Bytes::from(j.encode_snapshot(j.head))),
+            }],
+            ..Batch::default()
+        };
+        match self.append_resolving(batch).await {
+            Ok(_) => {
+                j.snapshot_head = j.head;
+                Ok(j.head)
+            }
+            Err(e) => {
+                *slot = None;
+                Err(e.into())
+            }
+        }
+    }
+}
