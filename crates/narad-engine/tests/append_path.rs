@@ -79,6 +79,21 @@ impl Store for Faulty {
     async fn side(&self, space: SideSpace, key: &str) -> Result<Option<Bytes>, StoreError> {
         self.inner.side(space, key).await
     }
+    async fn list_side(
+        &self,
+        space: SideSpace,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Bytes)>, StoreError> {
+        self.inner.list_side(space, after, limit).await
+    }
+    async fn list_workspaces(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.inner.list_workspaces(after, limit).await
+    }
     async fn read_watch(
         &self,
         ws: &str,

@@ -720,6 +720,51 @@ impl Store for PostgresStore {
             .transpose()?)
     }
 
+    async fn list_side(
+        &self,
+        space_: SideSpace,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Bytes)>, StoreError> {
+        let c = self.client().await?;
+        // Byte order on every backend: compare and sort in the "C" collation.
+        let stmt = c
+            .prepare_cached(&self.sql(
+                "SELECT key, value FROM {s}.side
+                 WHERE space = $1 AND ($2::TEXT IS NULL OR key > $2 COLLATE \"C\")
+                 ORDER BY key COLLATE \"C\" LIMIT $3",
+            ))
+            .await
+            .map_err(backend)?;
+        let take = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = c
+            .query(&stmt, &[&space(space_), &after, &take])
+            .await
+            .map_err(backend)?;
+        rows.iter()
+            .map(|r| Ok((col::<String>(r, 0)?, Bytes::from(col::<Vec<u8>>(r, 1)?))))
+            .collect()
+    }
+
+    async fn list_workspaces(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let c = self.client().await?;
+        let stmt = c
+            .prepare_cached(&self.sql(
+                "SELECT workspace FROM {s}.watch_heads
+                 WHERE revision > 0 AND ($1::TEXT IS NULL OR workspace > $1 COLLATE \"C\")
+                 ORDER BY workspace COLLATE \"C\" LIMIT $2",
+            ))
+            .await
+            .map_err(backend)?;
+        let take = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = c.query(&stmt, &[&after, &take]).await.map_err(backend)?;
+        rows.iter().map(|r| col(r, 0)).collect()
+    }
+
     async fn read_watch(
         &self,
         ws: &str,

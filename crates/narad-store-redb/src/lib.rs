@@ -614,6 +614,72 @@ impl Store for RedbStore {
         .await
     }
 
+    async fn list_side(
+        &self,
+        space_: SideSpace,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Bytes)>, StoreError> {
+        let after = after.map(str::to_owned);
+        let id = space(space_);
+        self.blocking(move |db| {
+            let tx = db.begin_read().map_err(rerr)?;
+            let side = tx.open_table(SIDE).map_err(rerr)?;
+            let from = match after.as_deref() {
+                Some(a) => std::ops::Bound::Excluded((id, a)),
+                None => std::ops::Bound::Included((id, "")),
+            };
+            let to = match id.checked_add(1) {
+                Some(next) => std::ops::Bound::Excluded((next, "")),
+                None => std::ops::Bound::Unbounded,
+            };
+            let mut out = Vec::new();
+            for item in side.range::<(u8, &str)>((from, to)).map_err(rerr)? {
+                if out.len() == limit {
+                    break;
+                }
+                let (k, v) = item.map_err(rerr)?;
+                out.push((k.value().1.to_owned(), Bytes::copy_from_slice(v.value())));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn list_workspaces(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let after = after.map(str::to_owned);
+        self.blocking(move |db| {
+            let tx = db.begin_read().map_err(rerr)?;
+            let watch = tx.open_table(WATCH).map_err(rerr)?;
+            let mut out: Vec<String> = Vec::new();
+            let mut last = after;
+            while out.len() < limit {
+                // Jump past every revision of the last workspace seen.
+                let from = match last.as_deref() {
+                    Some(ws) => std::ops::Bound::Excluded((ws, u64::MAX)),
+                    None => std::ops::Bound::Unbounded,
+                };
+                let mut range = watch
+                    .range::<(&str, u64)>((from, std::ops::Bound::Unbounded))
+                    .map_err(rerr)?;
+                let Some(item) = range.next() else { break };
+                let (k, _) = item.map_err(rerr)?;
+                let ws = k.value().0.to_owned();
+                if last.as_deref() == Some(ws.as_str()) {
+                    break;
+                }
+                out.push(ws.clone());
+                last = Some(ws);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
     async fn read_watch(
         &self,
         workspace_id: &str,

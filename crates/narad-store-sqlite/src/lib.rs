@@ -663,6 +663,53 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn list_side(
+        &self,
+        space_: SideSpace,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Bytes)>, StoreError> {
+        let after = after.map(str::to_owned);
+        self.blocking(move |c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT key, value FROM side WHERE space = ?1 AND (?2 IS NULL OR key > ?2)
+                     ORDER BY key LIMIT ?3",
+                )
+                .map_err(sql)?;
+            let take = i64::try_from(limit).unwrap_or(i64::MAX);
+            let rows = stmt
+                .query_map(params![space(space_), after, take], |r| {
+                    Ok((r.get::<_, String>(0)?, Bytes::from(r.get::<_, Vec<u8>>(1)?)))
+                })
+                .map_err(sql)?;
+            rows.map(|r| r.map_err(sql)).collect()
+        })
+        .await
+    }
+
+    async fn list_workspaces(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let after = after.map(str::to_owned);
+        self.blocking(move |c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT DISTINCT workspace FROM watch WHERE (?1 IS NULL OR workspace > ?1)
+                     ORDER BY workspace LIMIT ?2",
+                )
+                .map_err(sql)?;
+            let take = i64::try_from(limit).unwrap_or(i64::MAX);
+            let rows = stmt
+                .query_map(params![after, take], |r| r.get::<_, String>(0))
+                .map_err(sql)?;
+            rows.map(|r| r.map_err(sql)).collect()
+        })
+        .await
+    }
+
     async fn read_watch(
         &self,
         workspace_id: &str,

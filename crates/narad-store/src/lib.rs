@@ -130,6 +130,11 @@ pub enum SideSpace {
     Session,
     /// The owning session of an interrupt, keyed by `interruptId`.
     Interrupt,
+    /// The engine's due index: one record per deadline it owns, keyed so
+    /// that byte order is due-time order.
+    Timer,
+    /// Queued top-level starts, keyed so that byte order is queue order.
+    Queue,
 }
 
 impl SideSpace {
@@ -141,6 +146,33 @@ impl SideSpace {
             Self::Snapshot => 3,
             Self::Session => 4,
             Self::Interrupt => 5,
+            Self::Timer => 6,
+            Self::Queue => 7,
+        }
+    }
+
+    /// Every space, in id order: what a migration or a verification must
+    /// cover so that no space can be forgotten.
+    pub const ALL: [SideSpace; 7] = [
+        Self::Lease,
+        Self::Token,
+        Self::Snapshot,
+        Self::Session,
+        Self::Interrupt,
+        Self::Timer,
+        Self::Queue,
+    ];
+
+    /// A stable lowercase name, for reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Lease => "lease",
+            Self::Token => "token",
+            Self::Snapshot => "snapshot",
+            Self::Session => "session",
+            Self::Interrupt => "interrupt",
+            Self::Timer => "timer",
+            Self::Queue => "queue",
         }
     }
 }
@@ -452,6 +484,21 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<String>, StoreError>;
     /// One side record.
     async fn side(&self, space: SideSpace, key: &str) -> Result<Option<Bytes>, StoreError>;
+    /// Side records of `space` whose keys sort strictly after `after` in
+    /// byte order, at most `limit`, in that order.
+    async fn list_side(
+        &self,
+        space: SideSpace,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Bytes)>, StoreError>;
+    /// Workspaces holding a watch stream, after `after` in byte order, at
+    /// most `limit`.
+    async fn list_workspaces(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError>;
     /// A workspace's watch stream after `after` (a revision), at most `limit`.
     async fn read_watch(
         &self,
@@ -480,6 +527,7 @@ pub mod history;
 mod plan;
 pub mod row;
 pub mod suite;
+pub mod suite_listing;
 
 pub use group::{Commit, Notice, Subscription};
 pub use history::HistoryQuery;

@@ -195,6 +195,21 @@ impl Store for AnyStore {
     async fn side(&self, space: SideSpace, key: &str) -> Result<Option<Bytes>, StoreError> {
         each!(self, s => s.side(space, key).await)
     }
+    async fn list_side(
+        &self,
+        space: SideSpace,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Bytes)>, StoreError> {
+        each!(self, s => s.list_side(space, after, limit).await)
+    }
+    async fn list_workspaces(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        each!(self, s => s.list_workspaces(after, limit).await)
+    }
     async fn read_watch(
         &self,
         ws: &str,

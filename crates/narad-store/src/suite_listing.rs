@@ -1,0 +1,121 @@
+//! Suite cases for the listing reads that migration, timers and the queue
+//! rely on: side records by space and workspaces with a watch stream.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use narad_core::{Parsed, Record, Validator};
+use serde_json::json;
+
+use crate::suite::{batch, event};
+use crate::{Expect, SideSpace, SideWrite, Store, StoreError, WatchWrite};
+
+fn put(space: SideSpace, key: &str, value: &str) -> SideWrite {
+    SideWrite {
+        space,
+        key: key.into(),
+        expect: Expect::Absent,
+        value: Some(Bytes::copy_from_slice(value.as_bytes())),
+    }
+}
+
+fn watch_in(workspace: &str, id: &str, revision: u64, session: &str) -> WatchWrite {
+    let bytes = serde_json::to_vec(&json!({
+        "type": "session.created", "protocolVersion": "narad/v1", "eventId": id,
+        "timestamp": "2026-08-05T00:00:00Z", "workspaceId": workspace, "sessionId": session,
+        "revision": revision
+    }))
+    .unwrap();
+    match Validator::default().parse(&bytes).unwrap() {
+        Parsed::Record {
+            record: Record::Watch(ev),
+            ..
+        } => WatchWrite::from_event(&ev).unwrap(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Suite case `side_records_and_workspaces_list_in_byte_order`.
+pub async fn side_records_and_workspaces_list_in_byte_order<S, F, Fut>(dir: &Path, open: F)
+where
+    S: Store + 'static,
+    F: Fn(PathBuf) -> Fut,
+    Fut: Future<Output = Result<S, StoreError>>,
+{
+    let s = open(dir.join("store")).await.unwrap();
+    // Keys chosen so that byte order differs from a locale's order.
+    let keys = ["B", "a", "a\u{1}x", "a-b", "b", "\u{e9}"];
+    let mut b = batch("s", 0, vec![event("s", 1, "a")]);
+    for k in keys {
+        b.side.push(put(SideSpace::Timer, k, k));
+    }
+    b.side.push(put(SideSpace::Queue, "q", "other space"));
+    b.side.push(put(SideSpace::Interrupt, "zz", "other space"));
+    b.watch.push(watch_in("ws-b", "w1", 1, "s"));
+    s.append(b).await.unwrap();
+    let mut b = batch("t", 0, vec![event("t", 1, "a")]);
+    b.watch.push(watch_in("ws-a", "w2", 1, "t"));
+    b.watch.push(watch_in("ws-a", "w3", 2, "t"));
+    s.append(b).await.unwrap();
+
+    let mut sorted: Vec<&str> = keys.to_vec();
+    sorted.sort_unstable_by(|x, y| x.as_bytes().cmp(y.as_bytes()));
+    // Paged two at a time, from the last key seen.
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = s
+            .list_side(SideSpace::Timer, after.as_deref(), 2)
+            .await
+            .unwrap();
+        if page.is_empty() {
+            break;
+        }
+        assert!(page.len() <= 2);
+        for (k, v) in &page {
+            assert_eq!(k.as_bytes(), v.as_ref(), "value belongs to its key");
+            seen.push(k.clone());
+        }
+        after = page.last().map(|(k, _)| k.clone());
+    }
+    assert_eq!(seen, sorted);
+    assert_eq!(
+        s.list_side(SideSpace::Queue, None, 10).await.unwrap(),
+        vec![("q".to_owned(), Bytes::from_static(b"other space"))]
+    );
+    assert!(s
+        .list_side(SideSpace::Lease, None, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    // A deleted record is gone from the listing.
+    let mut b = batch("s", 1, vec![event("s", 2, "a")]);
+    b.side.push(SideWrite {
+        space: SideSpace::Timer,
+        key: "b".into(),
+        expect: Expect::Equals(Bytes::from_static(b"b")),
+        value: None,
+    });
+    s.append(b).await.unwrap();
+    let left: Vec<String> = s
+        .list_side(SideSpace::Timer, None, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(left.len(), keys.len() - 1);
+    assert!(!left.iter().any(|k| k == "b"));
+
+    assert_eq!(
+        s.list_workspaces(None, 10).await.unwrap(),
+        vec!["ws-a".to_owned(), "ws-b".to_owned()]
+    );
+    assert_eq!(
+        s.list_workspaces(Some("ws-a"), 10).await.unwrap(),
+        vec!["ws-b".to_owned()]
+    );
+    assert_eq!(s.list_workspaces(None, 1).await.unwrap(), vec!["ws-a"]);
+}
