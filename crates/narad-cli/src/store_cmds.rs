@@ -1,15 +1,16 @@
-//! The store commands: sessions, show, export, import, verify, migrate.
+//! The store commands: sessions, show, export, verify, migrate.
 //! Each returns `Ok(exit code)` or a one-line error.
 
 use std::io::{IsTerminal, Write};
 
+use crate::output::{self, out, Failure, OutputError};
+
 use narad_core::checker::{Checker, Run};
-use narad_engine::{Engine, Principal};
 use narad_store::{Batch, Expect, SideSpace, SideWrite, Store, StoredEvent};
 use narad_stores::AnyStore;
 use serde_json::Value;
 
-pub type Outcome = Result<u8, String>;
+pub type Outcome = Result<u8, Failure>;
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
@@ -75,7 +76,7 @@ pub async fn sessions(store: &AnyStore) -> Outcome {
             .last()
             .and_then(|e| field(e, "timestamp"))
             .unwrap_or_else(|| "-".into());
-        println!(
+        out!(
             "{sid}\thead={}\tactive={active}\tlast={last}",
             events.last().map_or(0, |e| e.position.session_sequence)
         );
@@ -83,7 +84,7 @@ pub async fn sessions(store: &AnyStore) -> Outcome {
     Ok(0)
 }
 
-fn print_run(c: &Checker, sid: &str, id: &str, run: &Run, depth: usize) {
+fn print_run(c: &Checker, sid: &str, id: &str, run: &Run, depth: usize) -> Result<(), OutputError> {
     let pad = "  ".repeat(depth);
     let mut line = format!("{pad}run {id} [{:?}]", run.state).to_lowercase();
     if run.stop_requested {
@@ -95,12 +96,12 @@ fn print_run(c: &Checker, sid: &str, id: &str, run: &Run, depth: usize) {
     if let Some(e) = &run.client_executor {
         line.push_str(&format!(" executor={e}"));
     }
-    println!("{line}");
+    out!("{line}");
     for t in &run.open_tools {
-        println!("{pad}  open tool call {t}");
+        out!("{pad}  open tool call {t}");
     }
     if let Some(i) = &run.open_interrupt {
-        println!(
+        out!(
             "{pad}  open interrupt {} (wait {}, actions: {})",
             i.id,
             i.wait_id,
@@ -113,8 +114,9 @@ fn print_run(c: &Checker, sid: &str, id: &str, run: &Run, depth: usize) {
         .collect();
     children.sort_by_key(|(k, _)| k.as_str());
     for (cid, child) in children {
-        print_run(c, sid, cid, child, depth + 1);
+        print_run(c, sid, cid, child, depth + 1)?;
     }
+    Ok(())
 }
 
 /// `narad show`
@@ -127,19 +129,19 @@ pub async fn show(store: &AnyStore, sid: &str) -> Outcome {
             .map_err(err)?
             .is_none()
     {
-        return Err(format!("no session `{sid}` in this store"));
+        return Err(format!("no session `{sid}` in this store").into());
     }
     let (c, verdict) = check(&events);
-    println!("session {sid}: {} events", events.len());
+    out!("session {sid}: {} events", events.len());
     if let Err((seq, why)) = &verdict {
-        println!("  journal refused at {seq}: {why}");
+        out!("  journal refused at {seq}: {why}");
     }
     match c.slot(sid) {
-        Some(s) => println!("active execution: {s:?}"),
-        None => println!("active execution: none"),
+        Some(s) => out!("active execution: {s:?}"),
+        None => out!("active execution: none"),
     }
     for (id, w) in c.workflows(sid) {
-        println!(
+        out!(
             "workflow {id} [{}]{}",
             if w.terminal { "ended" } else { "open" },
             w.open_interrupt
@@ -151,11 +153,11 @@ pub async fn show(store: &AnyStore, sid: &str) -> Outcome {
     let mut roots: Vec<(&String, &Run)> = c.runs(sid).filter(|(_, r)| r.parent.is_none()).collect();
     roots.sort_by_key(|(k, _)| k.as_str());
     for (id, run) in roots {
-        print_run(&c, sid, id, run, 0);
+        print_run(&c, sid, id, run, 0)?;
     }
     if let Some(t) = c.transcript(sid) {
         if !t.messages.is_empty() {
-            println!("transcript:");
+            out!("transcript:");
         }
         for m in &t.messages {
             let shown = match &m.redacted {
@@ -163,7 +165,7 @@ pub async fn show(store: &AnyStore, sid: &str) -> Outcome {
                 Some(Some(r)) => format!("{r} (redacted)"),
                 Some(None) => "(redacted)".into(),
             };
-            println!("  {}: {shown}", m.role);
+            out!("  {}: {shown}", m.role);
         }
     }
     Ok(if verdict.is_ok() { 0 } else { 1 })
@@ -180,51 +182,12 @@ pub async fn export(store: &AnyStore, session: Option<&str>, after: u64, all: bo
     let mut out = std::io::BufWriter::new(stdout.lock());
     for sid in sessions {
         for ev in journal(store, &sid, after).await? {
-            out.write_all(&ev.bytes).map_err(err)?;
-            out.write_all(b"\n").map_err(err)?;
+            out.write_all(&ev.bytes).map_err(OutputError::from)?;
+            out.write_all(b"\n").map_err(OutputError::from)?;
         }
     }
-    out.flush().map_err(err)?;
+    out.flush().map_err(OutputError::from)?;
     Ok(0)
-}
-
-/// `narad import`
-pub async fn import(store: AnyStore, files: &[std::path::PathBuf]) -> Outcome {
-    let engine = Engine::new(store);
-    let me = Principal::new("narad-cli");
-    let mut by_session: Vec<(String, Vec<Vec<u8>>)> = Vec::new();
-    for f in files {
-        let text = std::fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?;
-        for line in text.split(|b| *b == b'\n') {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let sid = serde_json::from_slice::<Value>(line)
-                .ok()
-                .and_then(|v| {
-                    v.get("sessionId")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                })
-                .ok_or_else(|| format!("{}: a line without sessionId", f.display()))?;
-            match by_session.iter_mut().find(|(s, _)| *s == sid) {
-                Some((_, v)) => v.push(line.to_vec()),
-                None => by_session.push((sid, vec![line.to_vec()])),
-            }
-        }
-    }
-    let mut failed = 0;
-    for (sid, records) in by_session {
-        match engine.import(&me, &records).await {
-            Ok((_, n)) => println!("{sid}: imported {n} events"),
-            Err(e) => {
-                failed += 1;
-                println!("{sid}: refused, nothing imported: {e}");
-            }
-        }
-    }
-    engine.store().close().await.map_err(err)?;
-    Ok(u8::from(failed > 0))
 }
 
 /// `narad verify`
@@ -236,11 +199,11 @@ pub async fn verify(store: &AnyStore) -> Outcome {
             Ok(()) => ok += 1,
             Err((seq, why)) => {
                 bad += 1;
-                println!("{sid}: refused at sessionSequence {seq}: {why}");
+                out!("{sid}: refused at sessionSequence {seq}: {why}");
             }
         }
     }
-    println!("{ok} sessions valid, {bad} refused");
+    out!("{ok} sessions valid, {bad} refused");
     Ok(u8::from(bad > 0))
 }
 
@@ -252,7 +215,7 @@ pub async fn migrate(from: &AnyStore, to: &AnyStore) -> Outcome {
     let (mut copied, mut events) = (0u64, 0u64);
     for (i, sid) in sessions.iter().enumerate() {
         if tty {
-            eprint!("\r[{}/{}] {sid}\x1b[K", i + 1, sessions.len());
+            output::error_text(format_args!("\r[{}/{}] {sid}\x1b[K", i + 1, sessions.len()));
         }
         let source = journal(from, sid, 0).await?;
         let target_head = to.head(sid).await.map_err(err)?;
@@ -263,7 +226,8 @@ pub async fn migrate(from: &AnyStore, to: &AnyStore) -> Outcome {
         {
             return Err(format!(
                 "{sid}: the target already holds a different journal; nothing copied"
-            ));
+            )
+            .into());
         }
         let mut head = target_head;
         let rest = &source[done.len()..];
@@ -312,14 +276,14 @@ pub async fn migrate(from: &AnyStore, to: &AnyStore) -> Outcome {
         // Verify: same count, same bytes.
         let copy = journal(to, sid, 0).await?;
         if copy.len() != source.len() || copy.iter().zip(&source).any(|(a, b)| a.bytes != b.bytes) {
-            return Err(format!("{sid}: the copy differs from the source"));
+            return Err(format!("{sid}: the copy differs from the source").into());
         }
         copied += 1;
         events += rest.len() as u64;
     }
     if tty {
-        eprintln!();
+        output::error_text(format_args!("\n"));
     }
-    println!("{copied} sessions verified in the target ({events} events copied this run)");
+    out!("{copied} sessions verified in the target ({events} events copied this run)");
     Ok(0)
 }
