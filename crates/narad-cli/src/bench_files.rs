@@ -12,16 +12,19 @@ use serde_json::{json, Value};
 use crate::bench_cmd::{emit, BenchError};
 use crate::store_cmds::Outcome;
 
-/// Writes `records` events as back-to-back runs (eight events each) in
-/// `sessions` sessions, one session after another, streaming.
-fn long_sessions(path: &Path, records: u64, sessions: u64) -> std::io::Result<u64> {
+/// Events per generated session: ten whole runs of eight events, so every
+/// session ends with no open work.
+const PER_SESSION: u64 = 80;
+
+/// Writes `sessions` sessions of [`PER_SESSION`] events (back-to-back
+/// runs: started, tool call, progress, three custom events, tool finish,
+/// finished), one session after another, streaming. Returns the bytes.
+fn finished_sessions(path: &Path, sessions: u64) -> std::io::Result<u64> {
     let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
-    let per = records.div_ceil(sessions.max(1));
-    let (mut written, mut bytes) = (0u64, 0u64);
+    let mut bytes = 0u64;
     for s in 0..sessions {
-        let (mut seq, mut run) = (0u64, 0u64);
-        while seq < per && written < records {
-            run += 1;
+        let mut seq = 0u64;
+        for run in 1..=PER_SESSION / 8 {
             let root = format!("run-{run}");
             let tool = format!("tool-{run}");
             let bodies = [
@@ -48,7 +51,6 @@ fn long_sessions(path: &Path, records: u64, sessions: u64) -> std::io::Result<u6
                 w.write_all(line.as_bytes())?;
                 w.write_all(b"\n")?;
                 bytes += line.len() as u64 + 1;
-                written += 1;
             }
         }
     }
@@ -86,13 +88,15 @@ fn scratch() -> Result<tempfile::TempDir, BenchError> {
 }
 
 /// `narad bench validate`: streams a generated file of 10M records
-/// (`--full`; 1M otherwise) in 10 long sessions through `validate`'s
-/// checker, and prints records/s and this process's peak RSS.
+/// (`--full`; 1M otherwise) in finished sessions of 80 events through
+/// `validate`'s checker, and prints records/s and this process's peak RSS
+/// (which holds the checker's state of every session in the file).
 pub fn validate(full: bool, json_out: bool) -> Outcome {
     let dir = scratch()?;
     let path = dir.path().join("corpus.jsonl");
-    let records = if full { 10_000_000 } else { 1_000_000 };
-    let bytes = long_sessions(&path, records, 10).map_err(|e| BenchError::Scratch(e.kind()))?;
+    let records: u64 = if full { 10_000_000 } else { 1_000_000 };
+    let sessions = records / PER_SESSION;
+    let bytes = finished_sessions(&path, sessions).map_err(|e| BenchError::Scratch(e.kind()))?;
     let before = peak_rss_mib();
     let t = Instant::now();
     let checked = crate::validate::check_file(&path, Validator::new(ValidatorConfig::default()));
@@ -106,7 +110,7 @@ pub fn validate(full: bool, json_out: bool) -> Outcome {
     };
     emit(
         json_out,
-        json!({"records": records, "file_mib": (bytes as f64 / 1_048_576.0).round(),
+        json!({"records": records, "sessions": sessions, "file_mib": (bytes as f64 / 1_048_576.0).round(),
                "verdict": verdict, "seconds": (secs * 100.0).round() / 100.0,
                "records_per_s": (records as f64 / secs).round(),
                "peak_rss_mib_before": before, "peak_rss_mib": peak_rss_mib()}),

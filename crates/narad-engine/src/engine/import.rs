@@ -78,7 +78,7 @@ impl<S: Store + 'static> Engine<S> {
             let held = j.head;
             match self.import_into(j, &events, new_session).await {
                 Ok((j, n)) => {
-                    *slot = Some(j);
+                    *slot = j;
                     return Ok((sid, n));
                 }
                 Err(e) if reloads < RELOADS && self.lost_race(held, &sid, &e).await? => {
@@ -108,13 +108,14 @@ impl<S: Store + 'static> Engine<S> {
     }
 
     /// Checks `events` after `j` and appends the new ones; returns the
-    /// journal advanced past them.
+    /// journal advanced past them (`None` when it no longer matches the
+    /// store) and how many events were appended.
     async fn import_into(
         &self,
         mut j: Journal,
         events: &[AuthorityEvent],
         new_session: bool,
-    ) -> Result<(Journal, u64), EngineError> {
+    ) -> Result<(Option<Journal>, u64), EngineError> {
         let mut fresh = Vec::new();
         for (i, ev) in events.iter().enumerate() {
             match j.checker.push(&Record::Authority(ev.clone())) {
@@ -148,10 +149,16 @@ impl<S: Store + 'static> Engine<S> {
             ));
         }
         if batch.events.is_empty() && batch.side.is_empty() {
-            return Ok((j, 0));
+            return Ok((Some(j), 0));
         }
-        j.head = self.inner.store.append(batch).await?.head;
-        Ok((j, n))
+        let appended = self.inner.store.append(batch).await?;
+        if appended.redelivered {
+            // Another writer stored these events first; the store's head
+            // may be past them, so this journal is not kept.
+            return Ok((None, 0));
+        }
+        j.head = appended.head;
+        Ok((Some(j), n))
     }
 
     /// Whether `e` came from another writer having appended to the session
