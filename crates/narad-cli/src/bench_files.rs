@@ -83,6 +83,17 @@ fn peak_rss_mib() -> Option<f64> {
     Some((kib / 1024.0).round())
 }
 
+/// CPU seconds (user + system, all threads) this process has used so far,
+/// from `/proc/self/stat` (Linux, `USER_HZ` = 100). Less disturbed than
+/// wall time by other work on the machine.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let mut after_name = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+    let user: f64 = after_name.next()?.parse().ok()?;
+    let system: f64 = after_name.next()?.parse().ok()?;
+    Some((user + system) / 100.0)
+}
+
 fn scratch() -> Result<tempfile::TempDir, BenchError> {
     tempfile::tempdir().map_err(|e| BenchError::Scratch(e.kind()))
 }
@@ -140,21 +151,27 @@ pub async fn import(full: bool, json_out: bool) -> Outcome {
         let store = narad_stores::open(&url)
             .await
             .map_err(|e| BenchError::Store(e.to_string()))?;
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), cpu_seconds());
         let failed = crate::import_cmd::import_files(store, &[file], false).await?;
         let secs = t.elapsed().as_secs_f64().max(1e-9);
-        times.push(secs);
+        let cpu = cpu_seconds().zip(cpu).map(|(b, a)| (b - a).max(0.01));
+        times.push((secs, cpu));
         out.insert(
             format!("{n} one-event sessions"),
             json!({"seconds": (secs * 100.0).round() / 100.0,
+                   "cpu_seconds": cpu.map(|c| (c * 100.0).round() / 100.0),
                    "sessions_per_s": (n as f64 / secs).round(), "refused": failed}),
         );
     }
-    if let [small, large] = times[..] {
+    let ratio = |a: f64, b: f64| (b / a * 100.0).round() / 100.0;
+    if let [(small, small_cpu), (large, large_cpu)] = times[..] {
         out.insert(
             "time ratio (10x the sessions)".into(),
-            json!((large / small * 100.0).round() / 100.0),
+            json!(ratio(small, large)),
         );
+        if let (Some(a), Some(b)) = (small_cpu, large_cpu) {
+            out.insert("cpu time ratio".into(), json!(ratio(a, b)));
+        }
     }
     out.insert("peak_rss_mib".into(), json!(peak_rss_mib()));
     emit(json_out, Value::Object(out))?;
