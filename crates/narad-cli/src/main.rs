@@ -2,9 +2,15 @@
 //! verify and migrate stores, and run the benchmarks. Store URLs are
 //! `redb:PATH` and `sqlite:PATH` (a bare path means redb).
 //!
-//! Errors are one line on stderr and a non-zero exit, never a panic.
+//! Errors are one line on stderr and a non-zero exit, never a panic. All
+//! output goes through [`output`]: a closed pipe ends a command quietly
+//! with exit status 2, any other write failure with one typed line and 2.
 
 mod bench_cmd;
+mod bench_files;
+mod import_cmd;
+mod output;
+mod records;
 mod store_cmds;
 mod validate;
 
@@ -57,7 +63,8 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
-    /// Appends JSONL journals through the checker, all-or-nothing per session.
+    /// Appends JSONL journals through the checker, streaming, in batches of
+    /// up to 1,000 events of one session, each all-or-nothing; rerunning is safe.
     Import {
         /// Store URL.
         #[arg(long)]
@@ -81,14 +88,16 @@ enum Command {
         #[arg(long)]
         to: String,
     },
-    /// Benchmarks against a store: durable appends, replay, engine commands.
+    /// Benchmarks: durable appends, replay, engine commands (against a
+    /// store), and streaming validate and import (on generated files).
     Bench {
         /// Which benchmark.
         #[arg(value_enum)]
         which: Which,
-        /// Store URL (a scratch store: the benchmark writes to it).
+        /// Store URL, for append, replay and engine. append and engine write
+        /// to it and refuse a store that holds sessions.
         #[arg(long)]
-        store: String,
+        store: Option<String>,
         /// Print one JSON object of figures.
         #[arg(long)]
         json: bool,
@@ -106,6 +115,12 @@ enum Which {
     Replay,
     /// Commands/s through the engine, 1 and 64 sessions.
     Engine,
+    /// Streaming `validate` of a generated 10M-record file (1M without
+    /// `--full`): records/s and peak RSS.
+    Validate,
+    /// `import` of 10k and 100k one-event sessions (2k and 20k without
+    /// `--full`) into private SQLite stores: times and their ratio.
+    Import,
 }
 
 async fn run(command: Command) -> store_cmds::Outcome {
@@ -129,7 +144,7 @@ async fn run(command: Command) -> store_cmds::Outcome {
             after,
             all,
         } => store_cmds::export(&existing(store).await?, session.as_deref(), after, all).await,
-        Command::Import { store, files } => store_cmds::import(open(store).await?, &files).await,
+        Command::Import { store, files } => import_cmd::import(open(store).await?, &files).await,
         Command::Verify { store } => store_cmds::verify(&store).await,
         Command::Migrate { from, to } => {
             let (from, to) = (existing(from).await?, open(to).await?);
@@ -141,14 +156,20 @@ async fn run(command: Command) -> store_cmds::Outcome {
             json,
             full,
         } => {
-            let store = match which {
-                Which::Replay => existing(store).await?,
-                Which::Append | Which::Engine => open(store).await?,
+            let replay = matches!(which, Which::Replay);
+            let store = || async {
+                match store {
+                    Some(url) if replay => existing(url).await,
+                    Some(url) => open(url).await,
+                    None => Err("give --store URL for this benchmark".to_owned()),
+                }
             };
             match which {
-                Which::Append => bench_cmd::append(store, full, json).await,
-                Which::Replay => bench_cmd::replay(store, json).await,
-                Which::Engine => bench_cmd::engine(store, full, json).await,
+                Which::Append => bench_cmd::append(store().await?, full, json).await,
+                Which::Replay => bench_cmd::replay(store().await?, json).await,
+                Which::Engine => bench_cmd::engine(store().await?, full, json).await,
+                Which::Validate => bench_files::validate(full, json),
+                Which::Import => bench_files::import(full, json).await,
             }
         }
     }
@@ -178,7 +199,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("narad: cannot start the runtime: {e}");
+            output::error_line(format_args!("narad: cannot start the runtime: {e}"));
             return ExitCode::from(2);
         }
     };
@@ -187,10 +208,7 @@ fn main() -> ExitCode {
     }));
     match outcome {
         Ok(Ok(code)) => ExitCode::from(code),
-        Ok(Err(e)) => {
-            eprintln!("narad: {e}");
-            ExitCode::from(1)
-        }
+        Ok(Err(e)) => ExitCode::from(e.report()),
         Err(_) => {
             let at = PANICKED_AT.lock().ok().and_then(|a| a.clone());
             eprintln!(

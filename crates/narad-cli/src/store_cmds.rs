@@ -1,17 +1,18 @@
-//! The store commands: sessions, show, export, import, verify, migrate.
+//! The store commands: sessions, show, export, verify, migrate.
 //! Each returns `Ok(exit code)` or a one-line error.
 
 use std::io::{IsTerminal, Write};
 
+use crate::output::{self, out, Failure, OutputError};
+
 use narad_core::checker::{Checker, Run};
-use narad_engine::{Engine, Principal};
 use narad_store::{
     row, Batch, Damage, Expect, SideSpace, SideWrite, Store, StoreError, StoredEvent,
 };
 use narad_stores::AnyStore;
 use serde_json::Value;
 
-pub type Outcome = Result<u8, String>;
+pub type Outcome = Result<u8, Failure>;
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
@@ -100,7 +101,7 @@ pub async fn sessions(store: &AnyStore) -> Outcome {
             .last()
             .and_then(|e| field(e, "timestamp"))
             .unwrap_or_else(|| "-".into());
-        println!(
+        out!(
             "{sid}\thead={}\tactive={active}\tlast={last}",
             events.last().map_or(0, |e| e.position.session_sequence)
         );
@@ -108,7 +109,7 @@ pub async fn sessions(store: &AnyStore) -> Outcome {
     Ok(0)
 }
 
-fn print_run(c: &Checker, sid: &str, id: &str, run: &Run, depth: usize) {
+fn print_run(c: &Checker, sid: &str, id: &str, run: &Run, depth: usize) -> Result<(), OutputError> {
     let pad = "  ".repeat(depth);
     let mut line = format!("{pad}run {id} [{:?}]", run.state).to_lowercase();
     if run.stop_requested {
@@ -120,12 +121,12 @@ fn print_run(c: &Checker, sid: &str, id: &str, run: &Run, depth: usize) {
     if let Some(e) = &run.client_executor {
         line.push_str(&format!(" executor={e}"));
     }
-    println!("{line}");
+    out!("{line}");
     for t in &run.open_tools {
-        println!("{pad}  open tool call {t}");
+        out!("{pad}  open tool call {t}");
     }
     if let Some(i) = &run.open_interrupt {
-        println!(
+        out!(
             "{pad}  open interrupt {} (wait {}, actions: {})",
             i.id,
             i.wait_id,
@@ -138,8 +139,9 @@ fn print_run(c: &Checker, sid: &str, id: &str, run: &Run, depth: usize) {
         .collect();
     children.sort_by_key(|(k, _)| k.as_str());
     for (cid, child) in children {
-        print_run(c, sid, cid, child, depth + 1);
+        print_run(c, sid, cid, child, depth + 1)?;
     }
+    Ok(())
 }
 
 /// `narad show`
@@ -152,19 +154,19 @@ pub async fn show(store: &AnyStore, sid: &str) -> Outcome {
             .map_err(err)?
             .is_none()
     {
-        return Err(format!("no session `{sid}` in this store"));
+        return Err(format!("no session `{sid}` in this store").into());
     }
     let (c, verdict) = check(&events);
-    println!("session {sid}: {} events", events.len());
+    out!("session {sid}: {} events", events.len());
     if let Err((seq, why)) = &verdict {
-        println!("  journal refused at {seq}: {why}");
+        out!("  journal refused at {seq}: {why}");
     }
     match c.slot(sid) {
-        Some(s) => println!("active execution: {s:?}"),
-        None => println!("active execution: none"),
+        Some(s) => out!("active execution: {s:?}"),
+        None => out!("active execution: none"),
     }
     for (id, w) in c.workflows(sid) {
-        println!(
+        out!(
             "workflow {id} [{}]{}",
             if w.terminal { "ended" } else { "open" },
             w.open_interrupt
@@ -176,11 +178,11 @@ pub async fn show(store: &AnyStore, sid: &str) -> Outcome {
     let mut roots: Vec<(&String, &Run)> = c.runs(sid).filter(|(_, r)| r.parent.is_none()).collect();
     roots.sort_by_key(|(k, _)| k.as_str());
     for (id, run) in roots {
-        print_run(&c, sid, id, run, 0);
+        print_run(&c, sid, id, run, 0)?;
     }
     if let Some(t) = c.transcript(sid) {
         if !t.messages.is_empty() {
-            println!("transcript:");
+            out!("transcript:");
         }
         for m in &t.messages {
             let shown = match &m.redacted {
@@ -188,7 +190,7 @@ pub async fn show(store: &AnyStore, sid: &str) -> Outcome {
                 Some(Some(r)) => format!("{r} (redacted)"),
                 Some(None) => "(redacted)".into(),
             };
-            println!("  {}: {shown}", m.role);
+            out!("  {}: {shown}", m.role);
         }
     }
     Ok(if verdict.is_ok() { 0 } else { 1 })
@@ -205,51 +207,12 @@ pub async fn export(store: &AnyStore, session: Option<&str>, after: u64, all: bo
     let mut out = std::io::BufWriter::new(stdout.lock());
     for sid in sessions {
         for ev in journal(store, &sid, after).await? {
-            out.write_all(&ev.bytes).map_err(err)?;
-            out.write_all(b"\n").map_err(err)?;
+            out.write_all(&ev.bytes).map_err(OutputError::from)?;
+            out.write_all(b"\n").map_err(OutputError::from)?;
         }
     }
-    out.flush().map_err(err)?;
+    out.flush().map_err(OutputError::from)?;
     Ok(0)
-}
-
-/// `narad import`
-pub async fn import(store: AnyStore, files: &[std::path::PathBuf]) -> Outcome {
-    let engine = Engine::new(store);
-    let me = Principal::new("narad-cli");
-    let mut by_session: Vec<(String, Vec<Vec<u8>>)> = Vec::new();
-    for f in files {
-        let text = std::fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?;
-        for line in text.split(|b| *b == b'\n') {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let sid = serde_json::from_slice::<Value>(line)
-                .ok()
-                .and_then(|v| {
-                    v.get("sessionId")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                })
-                .ok_or_else(|| format!("{}: a line without sessionId", f.display()))?;
-            match by_session.iter_mut().find(|(s, _)| *s == sid) {
-                Some((_, v)) => v.push(line.to_vec()),
-                None => by_session.push((sid, vec![line.to_vec()])),
-            }
-        }
-    }
-    let mut failed = 0;
-    for (sid, records) in by_session {
-        match engine.import(&me, &records).await {
-            Ok((_, n)) => println!("{sid}: imported {n} events"),
-            Err(e) => {
-                failed += 1;
-                println!("{sid}: refused, nothing imported: {e}");
-            }
-        }
-    }
-    engine.store().close().await.map_err(err)?;
-    Ok(u8::from(failed > 0))
 }
 
 /// The first damage of one session's rows against its keys and its head
@@ -293,15 +256,15 @@ pub async fn verify(url: &str) -> Outcome {
     match narad_stores::check_integrity(url).await {
         Ok(Some(true) | None) => {}
         Ok(Some(false)) => {
-            println!("store file: damaged, repaired by the backend's integrity check (file)");
+            out!("store file: damaged, repaired by the backend's integrity check (file)");
             *kinds.entry(Damage::File.code()).or_default() += 1;
         }
         Err(e @ StoreError::Corrupt { .. }) => {
-            println!("store file: damaged (file): {e}");
-            println!("0 sessions valid, 0 refused, 1 damaged (file: 1)");
+            out!("store file: damaged (file): {e}");
+            out!("0 sessions valid, 0 refused, 1 damaged (file: 1)");
             return Ok(1);
         }
-        Err(e) => return Err(err(e)),
+        Err(e) => return Err(err(e).into()),
     }
     let store = narad_stores::open_existing(url).await.map_err(err)?;
     let (mut ok, mut bad, mut damaged) = (0, 0, 0);
@@ -312,8 +275,8 @@ pub async fn verify(url: &str) -> Outcome {
                 damaged += 1;
                 *kinds.entry(damage.code()).or_default() += 1;
                 match position {
-                    Some(p) => println!("{sid}: damaged at position {p} ({})", damage.code()),
-                    None => println!("{sid}: damaged ({})", damage.code()),
+                    Some(p) => out!("{sid}: damaged at position {p} ({})", damage.code()),
+                    None => out!("{sid}: damaged ({})", damage.code()),
                 }
                 continue;
             }
@@ -322,15 +285,15 @@ pub async fn verify(url: &str) -> Outcome {
             Ok(()) => ok += 1,
             Err((seq, why)) => {
                 bad += 1;
-                println!("{sid}: refused at sessionSequence {seq}: {why}");
+                out!("{sid}: refused at sessionSequence {seq}: {why}");
             }
         }
     }
     let counts: Vec<String> = kinds.iter().map(|(k, n)| format!("{k}: {n}")).collect();
     if counts.is_empty() {
-        println!("{ok} sessions valid, {bad} refused, {damaged} damaged");
+        out!("{ok} sessions valid, {bad} refused, {damaged} damaged");
     } else {
-        println!(
+        out!(
             "{ok} sessions valid, {bad} refused, {damaged} damaged ({})",
             counts.join(", ")
         );
@@ -346,7 +309,7 @@ pub async fn migrate(from: &AnyStore, to: &AnyStore) -> Outcome {
     let (mut copied, mut events) = (0u64, 0u64);
     for (i, sid) in sessions.iter().enumerate() {
         if tty {
-            eprint!("\r[{}/{}] {sid}\x1b[K", i + 1, sessions.len());
+            output::error_text(format_args!("\r[{}/{}] {sid}\x1b[K", i + 1, sessions.len()));
         }
         let source = journal(from, sid, 0).await?;
         let target_head = to.head(sid).await.map_err(err)?;
@@ -357,7 +320,8 @@ pub async fn migrate(from: &AnyStore, to: &AnyStore) -> Outcome {
         {
             return Err(format!(
                 "{sid}: the target already holds a different journal; nothing copied"
-            ));
+            )
+            .into());
         }
         let mut head = target_head;
         let rest = &source[done.len()..];
@@ -406,14 +370,14 @@ pub async fn migrate(from: &AnyStore, to: &AnyStore) -> Outcome {
         // Verify: same count, same bytes.
         let copy = journal(to, sid, 0).await?;
         if copy.len() != source.len() || copy.iter().zip(&source).any(|(a, b)| a.bytes != b.bytes) {
-            return Err(format!("{sid}: the copy differs from the source"));
+            return Err(format!("{sid}: the copy differs from the source").into());
         }
         copied += 1;
         events += rest.len() as u64;
     }
     if tty {
-        eprintln!();
+        output::error_text(format_args!("\n"));
     }
-    println!("{copied} sessions verified in the target ({events} events copied this run)");
+    out!("{copied} sessions verified in the target ({events} events copied this run)");
     Ok(0)
 }

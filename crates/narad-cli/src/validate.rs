@@ -2,8 +2,10 @@
 
 use narad_core::checker::Checker;
 use narad_core::{ProfileSet, Validator, ValidatorConfig};
-use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use crate::output::{self, Failure};
+use crate::records::{ReadError, RecordFile};
 use std::process::ExitCode;
 
 /// Arguments of `narad validate`.
@@ -23,18 +25,29 @@ fn parse_profiles(s: &str) -> Result<ProfileSet, String> {
 }
 
 /// The outcome of checking one file.
-enum Outcome {
+pub(crate) enum Outcome {
     Ok(usize),
-    Rejected { line: usize, reason: String },
+    Rejected { line: u64, reason: String },
 }
 
-fn check_file(bytes: &[u8], validator: Validator) -> Outcome {
+/// Streams one file through a fresh checker: memory is the checker's
+/// state plus one record, whatever the file's size.
+pub(crate) fn check_file(path: &Path, validator: Validator) -> Result<Outcome, ReadError> {
+    let mut file = RecordFile::open(path, &validator.config().limits)?;
     let mut checker = Checker::new(validator);
     let mut records = 0;
-    for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
+    loop {
+        let (number, line) = match file.next_record() {
+            Ok(Some(record)) => record,
+            Ok(None) => return Ok(Outcome::Ok(records)),
+            Err(e @ ReadError::TooLarge { line, .. }) => {
+                return Ok(Outcome::Rejected {
+                    line,
+                    reason: format!("{}: {e} (§5)", e.code()),
+                })
+            }
+            Err(e) => return Err(e),
+        };
         records += 1;
         if let Err(e) = checker.push_bytes(line) {
             let reason = format!(
@@ -43,13 +56,12 @@ fn check_file(bytes: &[u8], validator: Validator) -> Outcome {
                 strip_code(&e.message, e.code),
                 e.section
             );
-            return Outcome::Rejected {
-                line: i + 1,
+            return Ok(Outcome::Rejected {
+                line: number,
                 reason,
-            };
+            });
         }
     }
-    Outcome::Ok(records)
 }
 
 /// Structural errors already start with their code; do not print it twice.
@@ -67,24 +79,21 @@ pub fn run(args: &Args) -> ExitCode {
         ..ValidatorConfig::default()
     });
     let (mut rejected, mut io_error) = (false, false);
-    let mut out = std::io::stdout().lock();
     for file in &args.files {
         let shown = file.display();
-        let line = match std::fs::read(file) {
+        let line = match check_file(file, validator) {
             Err(e) => {
                 io_error = true;
-                format!("{shown}: error: cannot read: {}", e.kind())
+                format!("{shown}: error: {e}")
             }
-            Ok(bytes) => match check_file(&bytes, validator) {
-                Outcome::Ok(n) => format!("{shown}: ok ({n} records)"),
-                Outcome::Rejected { line, reason } => {
-                    rejected = true;
-                    format!("{shown}: rejected at line {line}: {reason}")
-                }
-            },
+            Ok(Outcome::Ok(n)) => format!("{shown}: ok ({n} records)"),
+            Ok(Outcome::Rejected { line, reason }) => {
+                rejected = true;
+                format!("{shown}: rejected at line {line}: {reason}")
+            }
         };
-        if writeln!(out, "{line}").is_err() {
-            return ExitCode::from(2);
+        if let Err(e) = output::line(format_args!("{line}")) {
+            return ExitCode::from(Failure::Output(e).report());
         }
     }
     if io_error {

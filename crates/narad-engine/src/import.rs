@@ -1,7 +1,10 @@
-//! Import of one session's journal, checked and appended all or nothing.
+//! `Engine::import`: appending an externally produced journal through the
+//! checker, idempotently, so that a rerun or a concurrent identical import
+//! finds its events already stored and appends nothing.
 
-use narad_core::ProfileSet;
-use narad_store::{Batch, Expect, SideSpace, Store, StoredEvent};
+use narad_core::checker::Applied;
+use narad_core::{AuthorityEvent, ProfileSet, Record};
+use narad_store::{Batch, Expect, SideSpace, Store, StoreError, StoredEvent};
 use serde_json::Value;
 
 use crate::command_loop::side;
@@ -10,41 +13,30 @@ use crate::error::EngineError;
 use crate::host::{Action, Principal};
 use crate::journal::{Journal, Meta};
 
+/// How often an import reloads the session after losing a race with
+/// another writer before it reports the conflict.
+const RELOADS: usize = 8;
+
 impl<S: Store + 'static> Engine<S> {
-    /// Imports one session's journal (JSONL records as bytes, in order):
-    /// every event is checked after the session's stored journal by a fresh
-    /// checker, already-stored events are recognized as redeliveries, and
-    /// the new ones are appended in **one** batch — all or nothing. A new
-    /// session gets all profiles. Returns `(session, events appended)`.
+    /// Imports records of one session (JSONL records as bytes, in order):
+    /// every event is checked after the session's stored journal, events
+    /// already stored with identical bytes are recognized as redeliveries,
+    /// and the new ones are appended in **one** batch — all or nothing.
+    /// A new session gets all profiles. Returns `(session, events appended)`.
+    ///
+    /// A long journal can be imported in consecutive slices, one call each:
+    /// the checked session stays cached between calls. When another writer
+    /// appended meanwhile (a head or side-record conflict, or a refusal
+    /// decided on an outdated journal), the session is reloaded and the
+    /// slice checked again, so two identical imports running at once both
+    /// succeed and store the journal once.
     pub async fn import(
         &self,
         p: &Principal,
         records: &[Vec<u8>],
     ) -> Result<(String, u64), EngineError> {
         self.authorize(p, Action::CreateSession)?;
-        let validator = narad_core::Validator::default();
-        let mut events = Vec::new();
-        for (i, r) in records.iter().enumerate() {
-            match validator.parse(r) {
-                Ok(narad_core::Parsed::Record {
-                    record: narad_core::Record::Authority(ev),
-                    ..
-                }) => events.push(ev),
-                Ok(_) => {
-                    return Err(EngineError::InvalidCommand(format!(
-                        "record {} is not an authority event",
-                        i + 1
-                    )))
-                }
-                Err(e) => {
-                    return Err(EngineError::Rejected {
-                        code: e.code.as_str(),
-                        section: "5",
-                        message: format!("record {}: {e}", i + 1),
-                    })
-                }
-            }
-        }
+        let events = parse(records)?;
         let Some(first) = events.first() else {
             return Err(EngineError::InvalidCommand("nothing to import".into()));
         };
@@ -76,8 +68,32 @@ impl<S: Store + 'static> Engine<S> {
         }
         let cell = self.cell(&sid);
         let mut slot = cell.lock().await;
-        *slot = None; // rebuilt from the store after the import
-        let (meta, new_session) = match self.meta(&sid).await {
+        let mut reloads = 0;
+        loop {
+            // The cached journal is taken out: it goes back only if it
+            // matches the store after this slice.
+            let (j, new_session) = match slot.take() {
+                Some(j) => (j, false),
+                None => self.load_for_import(&sid).await?,
+            };
+            let held = j.head;
+            match self.import_into(j, &events, new_session).await {
+                Ok((j, n)) => {
+                    *slot = j;
+                    return Ok((sid, n));
+                }
+                Err(e) if reloads < RELOADS && self.lost_race(held, &sid, &e).await? => {
+                    reloads += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The session as stored, or an empty one with all profiles when the
+    /// store does not know it (`true`: the import creates it).
+    async fn load_for_import(&self, sid: &str) -> Result<(Journal, bool), EngineError> {
+        let (meta, new_session) = match self.meta(sid).await {
             Ok(m) => (m, false),
             Err(EngineError::UnknownSession) => (
                 Meta {
@@ -88,12 +104,23 @@ impl<S: Store + 'static> Engine<S> {
             ),
             Err(e) => return Err(e),
         };
-        let mut j = Journal::hydrate(&*self.inner.store, &sid, meta.clone()).await?;
-        let head = j.head;
+        let j = Journal::hydrate(&*self.inner.store, sid, meta).await?;
+        Ok((j, new_session))
+    }
+
+    /// Checks `events` after `j` and appends the new ones; returns the
+    /// journal advanced past them (`None` when it no longer matches the
+    /// store) and how many events were appended.
+    async fn import_into(
+        &self,
+        mut j: Journal,
+        events: &[AuthorityEvent],
+        new_session: bool,
+    ) -> Result<(Option<Journal>, u64), EngineError> {
         let mut fresh = Vec::new();
         for (i, ev) in events.iter().enumerate() {
-            match j.checker.push(&narad_core::Record::Authority(ev.clone())) {
-                Ok(narad_core::checker::Applied::Applied) => fresh.push(StoredEvent::from(ev)),
+            match j.checker.push(&Record::Authority(ev.clone())) {
+                Ok(Applied::Applied) => fresh.push(StoredEvent::from(ev)),
                 Ok(_) => {}
                 Err(r) => {
                     return Err(EngineError::Rejected {
@@ -105,24 +132,71 @@ impl<S: Store + 'static> Engine<S> {
             }
         }
         let n = fresh.len() as u64;
+        for ev in &fresh {
+            j.note_expiry(&ev.bytes);
+        }
         let mut batch = Batch {
-            session_id: sid.clone(),
-            expected_head: head,
+            session_id: j.session_id.clone(),
+            expected_head: j.head,
             events: fresh,
             ..Batch::default()
         };
         if new_session {
             batch.side.push(side(
                 SideSpace::Session,
-                &sid,
+                &j.session_id,
                 Expect::Absent,
-                meta.encode(),
+                j.meta.encode(),
             ));
         }
         if batch.events.is_empty() && batch.side.is_empty() {
-            return Ok((sid, 0));
+            return Ok((Some(j), 0));
         }
-        self.append_resolving(batch).await?;
-        Ok((sid, n))
+        let appended = self.append_resolving(batch).await?;
+        if appended.redelivered {
+            // Another writer stored these events first; the store's head
+            // may be past them, so this journal is not kept.
+            return Ok((None, 0));
+        }
+        j.head = appended.head;
+        Ok((Some(j), n))
     }
+
+    /// Whether `e` came from another writer having appended to the session
+    /// since it was loaded at head `held`: the import then reloads.
+    async fn lost_race(&self, held: u64, sid: &str, e: &EngineError) -> Result<bool, EngineError> {
+        match e {
+            EngineError::Store(StoreError::HeadConflict { .. } | StoreError::SideConflict) => {
+                Ok(true)
+            }
+            _ => self.stale(held, sid, e).await,
+        }
+    }
+}
+
+fn parse(records: &[Vec<u8>]) -> Result<Vec<AuthorityEvent>, EngineError> {
+    let validator = narad_core::Validator::default();
+    let mut events = Vec::with_capacity(records.len());
+    for (i, r) in records.iter().enumerate() {
+        match validator.parse(r) {
+            Ok(narad_core::Parsed::Record {
+                record: Record::Authority(ev),
+                ..
+            }) => events.push(ev),
+            Ok(_) => {
+                return Err(EngineError::InvalidCommand(format!(
+                    "record {} is not an authority event",
+                    i + 1
+                )))
+            }
+            Err(e) => {
+                return Err(EngineError::Rejected {
+                    code: e.code.as_str(),
+                    section: "5",
+                    message: format!("record {}: {e}", i + 1),
+                })
+            }
+        }
+    }
+    Ok(events)
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::suite::{batch, event};
-use crate::{Store, StoredEvent};
+use crate::{Store, StoreError, StoredEvent};
 
 /// Throughput and latency of one run.
 #[derive(Debug, Clone, Copy)]
@@ -26,14 +26,26 @@ pub struct Figures {
 /// A loop of fixed-size `write` + `fdatasync` on one file: the durable-write
 /// ceiling of this disk. Returns syncs per second.
 pub fn raw_fdatasync(dir: &Path, size: usize, n: usize) -> f64 {
-    let mut f = std::fs::File::create(dir.join("raw-fsync")).unwrap();
-    let buf = vec![b'x'; size];
-    let t = Instant::now();
-    for _ in 0..n {
-        f.write_all(&buf).unwrap();
-        f.sync_data().unwrap();
-    }
-    n as f64 / t.elapsed().as_secs_f64()
+    try_raw_fdatasync(dir, size, n).unwrap()
+}
+
+/// [`raw_fdatasync`], reporting a missing directory or a full disk as an
+/// error. The scratch file `raw-fsync` in `dir` is removed afterwards.
+pub fn try_raw_fdatasync(dir: &Path, size: usize, n: usize) -> std::io::Result<f64> {
+    let path = dir.join("raw-fsync");
+    let run = || -> std::io::Result<f64> {
+        let mut f = std::fs::File::create(&path)?;
+        let buf = vec![b'x'; size];
+        let t = Instant::now();
+        for _ in 0..n {
+            f.write_all(&buf)?;
+            f.sync_data()?;
+        }
+        Ok(n as f64 / t.elapsed().as_secs_f64().max(1e-9))
+    };
+    let out = run();
+    let _ = std::fs::remove_file(&path);
+    out
 }
 
 /// The events a session appends in a run, built before timing starts.
@@ -50,6 +62,19 @@ pub async fn appends<S: Store + 'static>(
     per_session: u64,
     run: &str,
 ) -> Figures {
+    try_appends(store, sessions, batch_size, per_session, run)
+        .await
+        .unwrap()
+}
+
+/// [`appends`], reporting a failed append (e.g. a full disk) as an error.
+pub async fn try_appends<S: Store + 'static>(
+    store: Arc<S>,
+    sessions: usize,
+    batch_size: usize,
+    per_session: u64,
+    run: &str,
+) -> Result<Figures, StoreError> {
     let prepared: Vec<(String, Vec<StoredEvent>)> = (0..sessions)
         .map(|i| {
             let sid = format!("{run}-{i}");
@@ -65,32 +90,41 @@ pub async fn appends<S: Store + 'static>(
             tokio::spawn(async move {
                 let mut lat = Vec::new();
                 let mut head = 0;
-                for chunk in evs.chunks(batch_size) {
+                for chunk in evs.chunks(batch_size.max(1)) {
                     let t = Instant::now();
-                    let out = store
-                        .append(batch(&sid, head, chunk.to_vec()))
-                        .await
-                        .unwrap();
+                    let out = store.append(batch(&sid, head, chunk.to_vec())).await?;
                     lat.push(t.elapsed().as_secs_f64() * 1e6);
                     head = out.head;
                 }
-                lat
+                Ok::<_, StoreError>(lat)
             })
         })
         .collect();
     let mut lat = Vec::new();
+    let mut failed = None;
     for task in tasks {
-        lat.extend(task.await.unwrap());
+        match task.await {
+            Ok(Ok(l)) => lat.extend(l),
+            Ok(Err(e)) => failed = failed.or(Some(e)),
+            Err(_) => failed = failed.or(Some(StoreError::Backend("a writer task stopped".into()))),
+        }
     }
-    let secs = t.elapsed().as_secs_f64();
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let secs = t.elapsed().as_secs_f64().max(1e-9);
     lat.sort_by(f64::total_cmp);
-    let pct = |p: f64| lat[((lat.len() as f64 - 1.0) * p) as usize];
-    Figures {
+    let pct = |p: f64| {
+        lat.get(((lat.len().max(1) - 1) as f64 * p) as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    Ok(Figures {
         events_per_s: (sessions as u64 * per_session) as f64 / secs,
         appends_per_s: lat.len() as f64 / secs,
         p50_us: pct(0.5),
         p99_us: pct(0.99),
-    }
+    })
 }
 
 /// One line of figures, with the durable appends/s as a share of the raw

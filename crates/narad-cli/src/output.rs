@@ -1,0 +1,114 @@
+//! Every byte the tool writes goes through here, so that a closed pipe or
+//! a full disk ends a command with a typed error instead of a panic.
+//!
+//! A closed pipe (`narad sessions | head`) ends the command quietly with
+//! exit status 2, like any other output failure but without a message —
+//! the reader has gone, as with standard Unix tools. Any other write
+//! failure prints one line, `narad: write_failed: …`, and exits 2.
+
+use std::fmt;
+use std::io::{ErrorKind, Write};
+
+/// Writing the output failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum OutputError {
+    /// The reader of stdout has gone (EPIPE).
+    #[error("the reader of the output has gone")]
+    Closed,
+    /// Any other write failure (e.g. the disk is full).
+    #[error("cannot write the output: {0}")]
+    Failed(ErrorKind),
+}
+
+impl OutputError {
+    /// A stable machine code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Closed => "output_closed",
+            Self::Failed(_) => "write_failed",
+        }
+    }
+}
+
+impl From<std::io::Error> for OutputError {
+    fn from(e: std::io::Error) -> Self {
+        match e.kind() {
+            ErrorKind::BrokenPipe => Self::Closed,
+            kind => Self::Failed(kind),
+        }
+    }
+}
+
+/// Why a command failed: its output, or a one-line message.
+#[derive(Debug)]
+pub enum Failure {
+    /// Writing stdout failed.
+    Output(OutputError),
+    /// Anything else, already worded for the user.
+    Message(String),
+}
+
+impl From<OutputError> for Failure {
+    fn from(e: OutputError) -> Self {
+        Self::Output(e)
+    }
+}
+
+impl From<String> for Failure {
+    fn from(m: String) -> Self {
+        Self::Message(m)
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(m: &str) -> Self {
+        Self::Message(m.to_owned())
+    }
+}
+
+impl Failure {
+    /// Reports the failure on stderr (nothing for a closed pipe) and gives
+    /// the exit status: 2 for output failures, 1 otherwise.
+    pub fn report(&self) -> u8 {
+        match self {
+            Self::Output(OutputError::Closed) => 2,
+            Self::Output(e) => {
+                error_line(format_args!("narad: {}: {e}", e.code()));
+                2
+            }
+            Self::Message(m) => {
+                error_line(format_args!("narad: {m}"));
+                1
+            }
+        }
+    }
+}
+
+/// Writes one line to stdout.
+pub fn line(args: fmt::Arguments<'_>) -> Result<(), OutputError> {
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(args)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+/// Writes one line to stderr; a failure there has nowhere to be reported.
+pub fn error_line(args: fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr().lock(), "{args}");
+}
+
+/// Writes to stderr without a newline (progress lines); failures ignored.
+pub fn error_text(args: fmt::Arguments<'_>) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_fmt(args);
+    let _ = err.flush();
+}
+
+/// `println!` through [`line`]: `out!(...)` returns from the calling
+/// function with the output error when the write fails.
+macro_rules! out {
+    ($($t:tt)*) => {
+        $crate::output::line(format_args!($($t)*))?
+    };
+}
+pub(crate) use out;

@@ -1,0 +1,255 @@
+//! Issue 13, the CLI's findings, as real processes on generated hostile
+//! files. Every child runs under `prlimit --as` (1 GiB) and every child's
+//! peak RSS, read with `getrusage(RUSAGE_CHILDREN)`, must stay under
+//! 64 MiB (`common::RSS_LIMIT_KIB`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::fs::File;
+use std::process::Stdio;
+
+use common::{assert_children_rss_bounded, bounded, run, write_long_line, write_sessions};
+
+fn url(dir: &tempfile::TempDir, name: &str) -> String {
+    format!("sqlite:{}", dir.path().join(name).display())
+}
+
+fn no_panic(err: &str) {
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!err.contains("RUST_BACKTRACE"), "{err}");
+}
+
+/// Finding 1: a 200 MB line is refused by `validate` and `import` before
+/// anything is allocated in proportion to it.
+#[test]
+fn a_200_mb_line_is_refused_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("long.jsonl");
+    write_long_line(&file, 200_000_000);
+    let f = file.display().to_string();
+    let (code, out, err) = run(bounded(&["validate", &f]));
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(
+        out,
+        format!(
+            "{f}: rejected at line 2: record_too_large: record larger than 512000 bytes (§5)\n"
+        )
+    );
+    let store = url(&dir, "s.sqlite");
+    let (code, out, err) = run(bounded(&["import", "--store", &store, &f]));
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert_eq!(
+        err,
+        format!("narad: {f} line 2: record_too_large: record larger than 512000 bytes; nothing imported\n")
+    );
+    // Nothing of the file was imported.
+    let (_, out, _) = run(bounded(&["verify", "--store", &store]));
+    assert_eq!(out, "0 sessions valid, 0 refused, 0 damaged\n");
+    assert_children_rss_bounded("200 MB line");
+}
+
+/// Finding 2: `validate` and `import` stream. 2,000 records of 100 KB each
+/// (200 MB): reading the file whole would break the RSS bound.
+#[test]
+fn validate_and_import_stream_a_200_mb_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("many.jsonl");
+    write_sessions(&file, 20, 100, 100_000);
+    let f = file.display().to_string();
+    let (code, out, err) = run(bounded(&["validate", &f]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out, format!("{f}: ok (2000 records)\n"));
+    let store = url(&dir, "s.sqlite");
+    let (code, out, err) = run(bounded(&["import", "--store", &store, &f]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.matches(": imported 100 events").count(), 20, "{out}");
+    let (code, out, _) = run(bounded(&["verify", "--store", &store]));
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "20 sessions valid, 0 refused, 0 damaged\n")
+    );
+    assert_children_rss_bounded("200 MB file");
+}
+
+/// Finding 3: 20,000 one-event sessions import (grouping is a hash map,
+/// not a linear search) and all verify.
+#[test]
+fn import_of_20k_one_event_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sessions.jsonl");
+    write_sessions(&file, 20_000, 1, 0);
+    let store = url(&dir, "s.sqlite");
+    let (code, out, err) = run(bounded(&[
+        "import",
+        "--store",
+        &store,
+        &file.display().to_string(),
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.matches(": imported 1 events\n").count(), 20_000);
+    let (code, out, _) = run(bounded(&["verify", "--store", &store]));
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "20000 sessions valid, 0 refused, 0 damaged\n")
+    );
+    assert_children_rss_bounded("20k sessions");
+}
+
+/// A store holding two sessions, and the file they came from.
+fn small_store(dir: &tempfile::TempDir) -> (String, String) {
+    let file = dir.path().join("two.jsonl");
+    write_sessions(&file, 2, 4, 0);
+    let f = file.display().to_string();
+    let store = url(dir, "small.sqlite");
+    assert_eq!(run(bounded(&["import", "--store", &store, &f])).0, 0);
+    (store, f)
+}
+
+fn every_command<'a>(store: &'a str, file: &'a str) -> Vec<Vec<&'a str>> {
+    vec![
+        vec!["sessions", "--store", store],
+        vec!["show", "--store", store, "--session", "s0"],
+        vec!["verify", "--store", store],
+        vec!["export", "--store", store, "--all"],
+        vec!["import", "--store", store, file],
+        vec!["validate", file],
+        vec!["bench", "replay", "--store", store],
+    ]
+}
+
+/// Finding 5: a closed pipe ends every command quietly with status 2.
+#[test]
+fn a_closed_pipe_ends_every_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, file) = small_store(&dir);
+    for args in every_command(&store, &file) {
+        let mut child = bounded(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // the reader goes before the first write
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        no_panic(&err);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err, "", "{args:?}");
+    }
+    assert_children_rss_bounded("closed pipe");
+}
+
+/// Finding 5: a full disk is one typed line and status 2, never a panic.
+#[test]
+fn a_full_disk_is_one_typed_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, file) = small_store(&dir);
+    let mut commands = every_command(&store, &file);
+    let empty = url(&dir, "bench.sqlite");
+    commands.push(vec!["bench", "engine", "--store", &empty]);
+    for args in commands {
+        let full = File::options().write(true).open("/dev/full").unwrap();
+        let (code, _, err) = run({
+            let mut c = bounded(&args);
+            c.stdout(full);
+            c
+        });
+        no_panic(&err);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("narad: write_failed: cannot write the output: "),
+            "{args:?}: {err}"
+        );
+    }
+    assert_children_rss_bounded("full disk");
+}
+
+/// Finding 10: the writing benchmarks refuse a store with sessions (which
+/// still verifies after), and a missing TMPDIR is a typed error.
+#[test]
+fn bench_refuses_user_data_and_a_missing_tmpdir() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = small_store(&dir);
+    let (_, before, _) = run(bounded(&["export", "--all", "--store", &store]));
+    for which in ["append", "engine"] {
+        let (code, out, err) = run(bounded(&["bench", which, "--store", &store]));
+        no_panic(&err);
+        assert_eq!((code, out.as_str()), (1, ""), "{which}: {err}");
+        assert_eq!(
+            err,
+            "narad: bench_store_not_empty: the store holds sessions; a benchmark writes only to an empty store\n"
+        );
+    }
+    let (code, out, _) = run(bounded(&["verify", "--store", &store]));
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "2 sessions valid, 0 refused, 0 damaged\n")
+    );
+    let (_, after, _) = run(bounded(&["export", "--all", "--store", &store]));
+    assert_eq!(before, after);
+
+    let empty = url(&dir, "empty.sqlite");
+    let missing = dir.path().join("no-such-dir");
+    let (code, _, err) = run({
+        let mut c = bounded(&["bench", "append", "--store", &empty]);
+        c.env("TMPDIR", &missing);
+        c
+    });
+    no_panic(&err);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("narad: bench_scratch_failed: cannot write scratch data: "),
+        "{err}"
+    );
+    assert_children_rss_bounded("bench");
+}
+
+/// Finding 11: two identical imports into one SQLite file at once both
+/// succeed, and the store holds the journals once.
+#[test]
+fn two_concurrent_identical_imports_both_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("j.jsonl");
+    // Long sessions cross batch boundaries (1,000 events) too.
+    write_sessions(&file, 300, 8, 0);
+    let mut long = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap();
+    for q in 1..=2_500 {
+        use std::io::Write;
+        writeln!(long, "{}", common::event("long", q, 0)).unwrap();
+    }
+    drop(long);
+    let f = file.display().to_string();
+    let store = url(&dir, "s.sqlite");
+    for round in 0..3 {
+        let spawn = || {
+            bounded(&["import", "--store", &store, &f])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (spawn(), spawn());
+        for child in [a, b] {
+            let out = child.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(out.status.code(), Some(0), "round {round}: {stdout}{err}");
+        }
+        let (code, out, _) = run(bounded(&["verify", "--store", &store]));
+        assert_eq!(
+            (code, out.as_str()),
+            (0, "301 sessions valid, 0 refused, 0 damaged\n")
+        );
+    }
+    let (_, exported, _) = run(bounded(&["export", "--all", "--store", &store]));
+    assert_eq!(exported.lines().count(), 300 * 8 + 2_500);
+    assert_children_rss_bounded("concurrent imports");
+}
