@@ -249,6 +249,12 @@ impl RunGraph {
         }
     }
 
+    /// Moves the cursor past an event the graph does not see (one of an
+    /// inactive profile), so the next event of the tree is in order.
+    pub(crate) fn skip_to(&mut self, sequence: u64) {
+        self.cursor = self.cursor.max(sequence);
+    }
+
     /// The changes `ev` would make, without making them.
     fn plan(&self, ev: &AuthorityEvent) -> Result<Vec<Change>, GraphError> {
         let Some(seq) = self.in_tree(ev) else {

@@ -23,9 +23,10 @@ pub use documents::{Document, Documents, Lifecycle};
 
 use crate::graph::RunGraph;
 use crate::model::{
-    AuthorityEvent, AuthorityPayload, Cursor, Executor, HydratePayload, InterruptScope,
+    AuthorityEnvelope, AuthorityEvent, AuthorityPayload, Cursor, Executor, HydratePayload,
+    InterruptScope,
 };
-use crate::record::{Parsed, Record};
+use crate::record::{IgnoredAuthority, Parsed, Record};
 use crate::validate::Validator;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -202,6 +203,18 @@ struct Session {
     #[serde(skip)]
     derived: BTreeMap<String, RunGraph>,
     watch: BTreeMap<String, u64>,
+}
+
+impl Adjacency {
+    /// Whether an event with `env` belongs to the journal this entry watches.
+    fn in_journal(&self, env: &AuthorityEnvelope) -> bool {
+        match self {
+            Adjacency::Run { root, .. } => env.root_run_id.as_deref() == Some(root.as_str()),
+            Adjacency::Workflow { workflow, .. } => {
+                env.workflow_id.as_deref() == Some(workflow.as_str())
+            }
+        }
+    }
 }
 
 /// The session's top-level execution slot (§3.1).
@@ -484,6 +497,17 @@ impl Checker {
             message: e.to_string(),
         })?;
         match parsed {
+            Parsed::Ignorable {
+                authority: Some(ev),
+                ..
+            } => self
+                .ignored(&ev)
+                .map_err(|(code, section, message)| Rejection {
+                    index,
+                    code,
+                    section,
+                    message,
+                }),
             Parsed::Ignorable { .. } => Ok(Applied::Skipped),
             Parsed::Record { record, .. } => self.apply(index, &record),
         }
@@ -710,6 +734,20 @@ impl Checker {
         result
     }
 
+    /// An authority event of an inactive profile (§2.1): its semantics are
+    /// ignored, but it is deduplicated and takes its place in every ordering
+    /// domain it carries (§4.2), with the same refusals as any event.
+    fn ignored(&mut self, ev: &IgnoredAuthority) -> R<Applied> {
+        let env = &ev.envelope;
+        let is_new_session = !self.sessions.contains_key(&env.session_id);
+        let s = self.sessions.entry(env.session_id.clone()).or_default();
+        let result = s.ignored(env, fingerprint(ev.wire.json()));
+        if result.is_err() && is_new_session {
+            self.sessions.remove(&env.session_id);
+        }
+        result
+    }
+
     fn authority_in(&mut self, ev: &AuthorityEvent) -> R<Applied> {
         let env = &ev.envelope;
         let s = self.sessions.entry(env.session_id.clone()).or_default();
@@ -717,29 +755,8 @@ impl Checker {
         if let Some(dup) = dedup(&s.seen, &env.event_id, fp)? {
             return Ok(dup);
         }
-        if env.session_sequence <= s.head {
-            if env.session_sequence <= s.covered {
-                // Covered by a transcript snapshot and never delivered before.
-                return Ok(Applied::Skipped);
-            }
-            return fail(
-                "session_sequence_reused",
-                "4.2",
-                format!(
-                    "sessionSequence {} is already taken by another event",
-                    env.session_sequence
-                ),
-            );
-        }
-        if env.session_sequence != s.head + 1 {
-            return fail(
-                "session_sequence_gap",
-                "4.2",
-                format!(
-                    "sessionSequence {} does not follow {}",
-                    env.session_sequence, s.head
-                ),
-            );
+        if let Some(skip) = s.check_position(env)? {
+            return Ok(skip);
         }
         let run = env.run_id.as_deref().and_then(|r| s.runs.get(r));
         if let AuthorityPayload::ToolCallFinished {
@@ -959,9 +976,67 @@ impl Fnv {
 }
 
 impl Session {
-    fn apply(&mut self, ev: &AuthorityEvent) -> R {
-        let env = &ev.envelope;
-        // Ordering domains (§4.2), checked before any state change.
+    /// §4.2, §9.3: `Some(Skipped)` for a position covered by a transcript
+    /// snapshot and never delivered before; an error for a taken position
+    /// or a gap; `None` for the next position.
+    fn check_position(&self, env: &AuthorityEnvelope) -> R<Option<Applied>> {
+        if env.session_sequence <= self.head {
+            if env.session_sequence <= self.covered {
+                return Ok(Some(Applied::Skipped));
+            }
+            return fail(
+                "session_sequence_reused",
+                "4.2",
+                format!(
+                    "sessionSequence {} is already taken by another event",
+                    env.session_sequence
+                ),
+            );
+        }
+        if env.session_sequence != self.head + 1 {
+            return fail(
+                "session_sequence_gap",
+                "4.2",
+                format!(
+                    "sessionSequence {} does not follow {}",
+                    env.session_sequence, self.head
+                ),
+            );
+        }
+        Ok(None)
+    }
+
+    /// See [`Checker::ignored`].
+    fn ignored(&mut self, env: &AuthorityEnvelope, fp: u64) -> R<Applied> {
+        if dedup(&self.seen, &env.event_id, fp)?.is_some() {
+            return Ok(Applied::Skipped);
+        }
+        if let Some(skip) = self.check_position(env)? {
+            return Ok(skip);
+        }
+        self.check_sequences(env)?;
+        // §7.6: nothing of an interrupt's journal comes between it and its
+        // pause, and an ignored event is never that pause.
+        if self.pending.iter().any(|p| p.in_journal(env)) {
+            return fail(
+                "interrupt_pause_adjacency",
+                "7.6",
+                "an interrupt must be followed consecutively in its journal by the matching pause",
+            );
+        }
+        if let (Some(root), Some(seq)) = (&env.root_run_id, env.sequence) {
+            if let Some(g) = self.derived.get_mut(root) {
+                g.skip_to(seq);
+            }
+        }
+        self.advance_sequences(env);
+        self.head = env.session_sequence;
+        self.seen.insert(env.event_id.clone(), fp);
+        Ok(Applied::Skipped)
+    }
+
+    /// The workflow and run-tree domains (§4.2): each must take the next position.
+    fn check_sequences(&self, env: &AuthorityEnvelope) -> R {
         if let (Some(wf), Some(seq)) = (&env.workflow_id, env.workflow_sequence) {
             let head = self.workflow_heads.get(wf).copied().unwrap_or(0);
             if seq != head + 1 {
@@ -982,17 +1057,28 @@ impl Session {
                 );
             }
         }
-        let satisfied = self.check_adjacency(ev)?;
-        self.transition(ev)?;
-        for i in satisfied.into_iter().rev() {
-            self.pending.remove(i);
-        }
+        Ok(())
+    }
+
+    fn advance_sequences(&mut self, env: &AuthorityEnvelope) {
         if let (Some(wf), Some(seq)) = (&env.workflow_id, env.workflow_sequence) {
             self.workflow_heads.insert(wf.clone(), seq);
         }
         if let (Some(root), Some(seq)) = (&env.root_run_id, env.sequence) {
             self.run_heads.insert(root.clone(), seq);
         }
+    }
+
+    fn apply(&mut self, ev: &AuthorityEvent) -> R {
+        let env = &ev.envelope;
+        // Ordering domains (§4.2), checked before any state change.
+        self.check_sequences(env)?;
+        let satisfied = self.check_adjacency(ev)?;
+        self.transition(ev)?;
+        for i in satisfied.into_iter().rev() {
+            self.pending.remove(i);
+        }
+        self.advance_sequences(env);
         Ok(())
     }
 
@@ -1004,25 +1090,24 @@ impl Session {
         let env = &ev.envelope;
         let mut satisfied_by_this = Vec::new();
         for (i, pending) in self.pending.iter().enumerate() {
-            let (in_journal, satisfied) = match pending {
+            let in_journal = pending.in_journal(env);
+            let satisfied = match pending {
                 Adjacency::Run {
-                    root,
                     run,
                     wait_id,
                     interrupt_id,
-                } => (
-                    env.root_run_id.as_deref() == Some(root.as_str()),
+                    ..
+                } => {
                     env.run_id.as_deref() == Some(run.as_str())
-                        && matches!(&ev.payload, AuthorityPayload::RunPaused { wait_id: w, interrupt_id: Some(i), .. } if w == wait_id && i == interrupt_id),
-                ),
+                        && matches!(&ev.payload, AuthorityPayload::RunPaused { wait_id: w, interrupt_id: Some(i), .. } if w == wait_id && i == interrupt_id)
+                }
                 Adjacency::Workflow {
-                    workflow,
                     wait_id,
                     interrupt_id,
-                } => (
-                    env.workflow_id.as_deref() == Some(workflow.as_str()),
-                    matches!(&ev.payload, AuthorityPayload::WorkflowPaused { wait_id: w, interrupt_id: i, .. } if w == wait_id && i == interrupt_id),
-                ),
+                    ..
+                } => {
+                    matches!(&ev.payload, AuthorityPayload::WorkflowPaused { wait_id: w, interrupt_id: i, .. } if w == wait_id && i == interrupt_id)
+                }
             };
             if in_journal {
                 if !satisfied {
