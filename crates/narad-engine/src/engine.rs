@@ -222,6 +222,9 @@ pub struct EngineStats {
     pub from_snapshot: u64,
     /// Commands re-checked after another writer moved the head.
     pub retries: u64,
+    /// Stored reducer snapshots ignored because they did not match their
+    /// journal (the session was replayed instead).
+    pub snapshots_rejected: u64,
 }
 
 #[derive(Debug, Default)]
@@ -229,6 +232,7 @@ struct Counters {
     hydrations: AtomicU64,
     from_snapshot: AtomicU64,
     retries: AtomicU64,
+    snapshots_rejected: AtomicU64,
 }
 
 pub(crate) struct Inner<S> {
@@ -448,6 +452,9 @@ impl<S: Store + 'static> Engine<S> {
         if j.from_snapshot {
             c.from_snapshot.fetch_add(1, Ordering::Relaxed);
         }
+        if j.snapshot_rejected.is_some() {
+            c.snapshots_rejected.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(j)
     }
 
@@ -458,6 +465,7 @@ impl<S: Store + 'static> Engine<S> {
             hydrations: c.hydrations.load(Ordering::Relaxed),
             from_snapshot: c.from_snapshot.load(Ordering::Relaxed),
             retries: c.retries.load(Ordering::Relaxed),
+            snapshots_rejected: c.snapshots_rejected.load(Ordering::Relaxed),
         }
     }
 
@@ -687,7 +695,7 @@ impl<S: Store + 'static> Engine<S> {
                     space: SideSpace::Snapshot,
                     key: session_id.to_owned(),
                     expect: Expect::Any,
-                    value: Some(Bytes::from(j.encode_snapshot(new_head))),
+                    value: Some(Bytes::from(j.encode_snapshot(&events))),
                 });
             }
             let batch = Batch {
@@ -699,6 +707,7 @@ impl<S: Store + 'static> Engine<S> {
             };
             match self.append_resolving(batch).await {
                 Ok(done) => {
+                    j.appended(&events);
                     j.head = done.head;
                     if snapshot {
                         j.snapshot_head = done.head;
@@ -1276,7 +1285,7 @@ impl<S: Store + 'static> Engine<S> {
                 space: SideSpace::Snapshot,
                 key: session_id.to_owned(),
                 expect: Expect::Any,
-                value: Some(Bytes::from(j.encode_snapshot(j.head))),
+                value: Some(Bytes::from(j.encode_snapshot(&[]))),
             }],
             ..Batch::default()
         };

@@ -24,6 +24,7 @@ mod error;
 pub mod executor;
 pub mod host;
 mod journal;
+mod snapshot;
 mod subscribe;
 mod watch;
 
