@@ -32,6 +32,7 @@ pub mod limits;
 pub mod model;
 pub mod record;
 pub mod registry;
+mod small_map;
 pub mod timestamp;
 pub mod validate;
 
