@@ -186,3 +186,31 @@ fn an_ignored_profile_event_still_advances_every_cursor() {
     assert_eq!(c.push_bytes(&unknown), Ok(Applied::Skipped));
     assert_eq!(c.push_bytes(&journal[2]), Ok(Applied::Applied));
 }
+
+#[test]
+fn an_ignored_workflow_event_still_counts_in_its_workflow_domain() {
+    let wf = |seq: u64, wseq: u64, ty: &str| {
+        format!(
+            r#"{{"type":"{ty}","protocolVersion":"narad/v1","eventId":"e{seq}","timestamp":"2026-08-05T00:00:00Z","sessionId":"s","sessionSequence":{seq},"workflowId":"w","workflowSequence":{wseq}}}"#
+        )
+    };
+    let mut c = Checker::new(Validator::new(ValidatorConfig {
+        profiles: ProfileSet::core(),
+        ..ValidatorConfig::default()
+    }));
+    assert_eq!(
+        c.push_bytes(wf(1, 1, "workflow.started").as_bytes()),
+        Ok(Applied::Skipped)
+    );
+    assert_eq!(c.workflow_head("s", "w"), 1);
+    let gap = c.push_bytes(wf(2, 3, "workflow.finished").as_bytes());
+    assert_eq!(gap.unwrap_err().code, "workflow_sequence_gap");
+    assert_eq!(
+        c.push_bytes(wf(2, 2, "workflow.finished").as_bytes()),
+        Ok(Applied::Skipped)
+    );
+    assert_eq!(
+        (c.session_head("s"), c.workflow_head("s", "w")),
+        (Some(2), 2)
+    );
+}
