@@ -151,7 +151,9 @@ impl Validator {
     }
 
     /// Parses and validates one record, keeping `bytes` as the record's
-    /// identity without copying.
+    /// identity without copying. The parse is strict
+    /// ([`crate::json::from_slice_strict`]): an object that repeats a member
+    /// name, at any depth, is refused with `duplicate_key`.
     pub fn parse_bytes(&self, bytes: Bytes) -> Result<Parsed, E> {
         if bytes.len() > self.config().limits.max_record_bytes {
             return Err(too_large(self));
