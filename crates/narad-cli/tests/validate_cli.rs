@@ -75,11 +75,40 @@ fn events_of_inactive_profiles_are_ignored() {
     );
     let wf = path("workflow-sequence-gap.invalid.jsonl");
     assert_eq!(narad(&["validate", &wf]).0, 1);
-    // With the workflow profile inactive, every workflow event is ignored.
-    assert_eq!(
-        narad(&["validate", "--profiles", "narad.progress/v1", &wf]).0,
-        0
-    );
+    // With the workflow profile inactive its events are ignored, but their
+    // workflowSequence is an ordering domain core run events share (§4.2):
+    // a gap in it is still refused.
+    let (code, out, _) = narad(&["validate", "--profiles", "narad.progress/v1", &wf]);
+    assert_eq!(code, 1);
+    assert!(out.contains("workflow_sequence_gap"), "{out}");
+}
+
+#[test]
+fn an_ignored_event_still_takes_its_place_in_every_ordering() {
+    let ev = |seq: u64, ty: &str, body: &str| {
+        format!(
+            r#"{{"type":"{ty}","protocolVersion":"narad/v1","eventId":"e{seq}","timestamp":"2026-08-05T00:00:00Z","sessionId":"s","sessionSequence":{seq},"rootRunId":"r","runId":"r","sequence":{seq}{body}}}"#
+        )
+    };
+    let progress = r#","progressId":"p","category":"phase","label":"Searching","status":"active","privacy":"public""#;
+    let journal = [
+        ev(1, "run.started", ""),
+        ev(2, "progress.recorded", progress),
+        ev(3, "run.finished", ""),
+    ]
+    .join("\n");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("progress-in-the-middle.jsonl");
+    std::fs::write(&f, journal + "\n").unwrap();
+    let f = f.display().to_string();
+    for profiles in ["narad.graph/v1", "narad.progress/v1", "all"] {
+        let (code, out, err) = narad(&["validate", "--profiles", profiles, &f]);
+        assert_eq!(
+            (code, out),
+            (0, format!("{f}: ok (3 records)\n")),
+            "{profiles}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -68,6 +68,12 @@ fn main() {
             .filter(|r| serde_json::from_slice::<Value>(r).is_ok())
             .count()
     });
+    let strict = best(rounds, || {
+        records
+            .iter()
+            .filter(|r| narad_core::json::from_slice_strict(r).is_ok())
+            .count()
+    });
     let narad = best(rounds, || {
         records
             .iter()
@@ -94,6 +100,10 @@ fn main() {
         rate(plain)
     );
     println!(
+        "  narad_core::json::from_slice_strict {:>12.0} records/s",
+        rate(strict)
+    );
+    println!(
         "  narad-core parse (validate + typed) {:>12.0} records/s",
         rate(narad)
     );
@@ -105,5 +115,32 @@ fn main() {
         "  ratio narad parse / plain parse     {:>12.2}x the time ({:.0}% of plain throughput)",
         narad.as_secs_f64() / plain.as_secs_f64(),
         100.0 * plain.as_secs_f64() / narad.as_secs_f64()
+    );
+    wide_unique_arrays(&validator);
+}
+
+/// Ten records, each with a 10,000-item array whose items must be unique
+/// (`artifactIds`): the uniqueness check must stay linear.
+fn wide_unique_arrays(validator: &Validator) {
+    let ids: Vec<String> = (0..10_000).map(|i| format!("artifact-{i}")).collect();
+    let records: Vec<Vec<u8>> = (0..10)
+        .map(|i| {
+            serde_json::to_vec(&json!({
+                "type": "run.finished", "protocolVersion": "narad/v1", "eventId": format!("e{i}"),
+                "timestamp": "2026-08-05T00:00:00Z", "sessionId": "s", "sessionSequence": 2,
+                "rootRunId": "r", "runId": "r", "sequence": 2, "artifactIds": ids,
+            }))
+            .unwrap()
+        })
+        .collect();
+    let took = best(3, || {
+        records
+            .iter()
+            .filter(|r| matches!(validator.parse(r), Ok(Parsed::Record { .. })))
+            .count()
+    });
+    println!(
+        "  10 records with 10,000 unique artifactIds {:>8.3} ms per record",
+        took.as_secs_f64() * 1000.0 / records.len() as f64
     );
 }

@@ -19,6 +19,8 @@ pub enum ValidationCode {
     ArrayTooLong,
     /// The bytes are not one JSON value.
     InvalidJson,
+    /// An object repeats a member name (RFC 7493 §2.3), at any depth.
+    DuplicateKey,
     /// The record is not a JSON object.
     NotAnObject,
     /// A required field is absent.
@@ -61,6 +63,7 @@ impl ValidationCode {
             Self::StringTooLong => "string_too_long",
             Self::ArrayTooLong => "array_too_long",
             Self::InvalidJson => "invalid_json",
+            Self::DuplicateKey => "duplicate_key",
             Self::NotAnObject => "not_an_object",
             Self::MissingField => "missing_field",
             Self::WrongType => "wrong_type",

@@ -40,7 +40,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::BTreeMap;
+use crate::small_map::SmallMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -158,6 +158,21 @@ enum Change {
     State(usize, String),
 }
 
+/// `(sequence, revision, changes)` per graph-changing event.
+type History = Vec<(u64, u64, Vec<Change>)>;
+
+/// Nodes up to which a graph is searched by a scan rather than an index,
+/// and up to which its vectors grow one slot at a time: most run trees are
+/// small, and a finished one is kept for as long as its session.
+const LINEAR: usize = 8;
+
+fn push_lean<T>(v: &mut Vec<T>, item: T) {
+    if v.len() == v.capacity() && v.len() < LINEAR {
+        v.reserve_exact(1);
+    }
+    v.push(item);
+}
+
 /// A checked, not yet applied, graph step.
 #[derive(Debug)]
 pub(crate) struct Prepared(Option<(u64, Vec<Change>)>);
@@ -169,12 +184,12 @@ pub struct RunGraph {
     root_run_id: String,
     nodes: Vec<Node>,
     edges: Vec<Edge>,
-    index: BTreeMap<String, usize>,
+    index: SmallMap<usize>,
     revision: u64,
     cursor: u64,
     /// `(sequence, revision, changes)` per graph-changing event, kept only
     /// when built with [`RunGraph::with_history`].
-    history: Option<Vec<(u64, u64, Vec<Change>)>>,
+    history: Option<Box<History>>,
 }
 
 impl RunGraph {
@@ -190,7 +205,7 @@ impl RunGraph {
     /// [`RunGraph::at`] can rebuild the graph at an earlier cursor.
     pub fn with_history(root_run_id: &str) -> Self {
         Self {
-            history: Some(Vec::new()),
+            history: Some(Box::default()),
             ..Self::new(root_run_id)
         }
     }
@@ -249,6 +264,12 @@ impl RunGraph {
         }
     }
 
+    /// Moves the cursor past an event the graph does not see (one of an
+    /// inactive profile), so the next event of the tree is in order.
+    pub(crate) fn skip_to(&mut self, sequence: u64) {
+        self.cursor = self.cursor.max(sequence);
+    }
+
     /// The changes `ev` would make, without making them.
     fn plan(&self, ev: &AuthorityEvent) -> Result<Vec<Change>, GraphError> {
         let Some(seq) = self.in_tree(ev) else {
@@ -272,7 +293,7 @@ impl RunGraph {
         };
         Ok(match &ev.payload {
             AuthorityPayload::RunStarted { .. } => {
-                if self.index.contains_key(&run_node) {
+                if self.find(&run_node).is_some() {
                     return Err(GraphError::DuplicateNode);
                 }
                 let mut changes = vec![Change::Node(Node {
@@ -362,7 +383,7 @@ impl RunGraph {
         edge_kind: EdgeKind,
     ) -> Result<Vec<Change>, GraphError> {
         self.position(run_node, "run")?;
-        if self.index.contains_key(&id) {
+        if self.find(&id).is_some() {
             return Err(GraphError::DuplicateNode);
         }
         Ok(vec![
@@ -378,10 +399,16 @@ impl RunGraph {
     }
 
     fn position(&self, id: &str, what: &'static str) -> Result<usize, GraphError> {
-        self.index
-            .get(id)
-            .copied()
-            .ok_or(GraphError::UnknownNode(what))
+        self.find(id).ok_or(GraphError::UnknownNode(what))
+    }
+
+    /// A small graph is scanned; past [`LINEAR`] nodes the index answers.
+    fn find(&self, id: &str) -> Option<usize> {
+        if self.nodes.len() <= LINEAR {
+            self.nodes.iter().position(|n| n.id == id)
+        } else {
+            self.index.get(id).copied()
+        }
     }
 
     /// The run-tree sequence of `ev` if it belongs to this tree and is new.
@@ -409,12 +436,23 @@ impl RunGraph {
     fn change(&mut self, c: &Change) -> PatchOp {
         match c {
             Change::Node(n) => {
-                self.index.insert(n.id.clone(), self.nodes.len());
-                self.nodes.push(n.clone());
+                push_lean(&mut self.nodes, n.clone());
+                if self.nodes.len() > LINEAR {
+                    if self.index.len() + 1 < self.nodes.len() {
+                        self.index = self
+                            .nodes
+                            .iter()
+                            .enumerate()
+                            .map(|(i, n)| (n.id.clone(), i))
+                            .collect();
+                    } else {
+                        self.index.insert(n.id.clone(), self.nodes.len() - 1);
+                    }
+                }
                 add("/nodes/-", to_value(n))
             }
             Change::Edge(e) => {
-                self.edges.push(e.clone());
+                push_lean(&mut self.edges, e.clone());
                 add("/edges/-", to_value(e))
             }
             Change::State(i, state) => {

@@ -27,16 +27,18 @@
 pub mod checker;
 pub mod error;
 pub mod graph;
+pub mod json;
 pub mod limits;
 pub mod model;
 pub mod record;
 pub mod registry;
+mod small_map;
 pub mod timestamp;
 pub mod validate;
 
 pub use error::{ValidationCode, ValidationError};
 pub use limits::Limits;
 pub use model::{AuthorityEvent, ControlMessage, HydrateRecord, WatchEvent, Wire};
-pub use record::{Parsed, Record};
+pub use record::{IgnoredAuthority, Parsed, Record};
 pub use registry::{Profile, ProfileSet, RecordClass, RecordKind};
 pub use validate::{Validator, ValidatorConfig, Verdict, PROTOCOL_VERSION};

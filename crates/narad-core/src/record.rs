@@ -115,7 +115,20 @@ pub enum Parsed {
         record_type: String,
         /// The inactive profile.
         profile: Profile,
+        /// For an authority event: its identity and ordering envelope,
+        /// which still advance every cursor it carries (§2.1, §4.2).
+        authority: Option<Box<IgnoredAuthority>>,
     },
+}
+
+/// An authority event of an inactive profile: its validated envelope and
+/// its bytes, without a typed payload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IgnoredAuthority {
+    /// Identity and ordering fields.
+    pub envelope: AuthorityEnvelope,
+    /// The exact bytes and JSON object.
+    pub wire: Wire,
 }
 
 impl Validator {
@@ -138,22 +151,14 @@ impl Validator {
     }
 
     /// Parses and validates one record, keeping `bytes` as the record's
-    /// identity without copying.
+    /// identity without copying. The parse is strict
+    /// ([`crate::json::from_slice_strict`]): an object that repeats a member
+    /// name, at any depth, is refused with `duplicate_key`.
     pub fn parse_bytes(&self, bytes: Bytes) -> Result<Parsed, E> {
         if bytes.len() > self.config().limits.max_record_bytes {
             return Err(too_large(self));
         }
-        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
-            E::new(
-                C::InvalidJson,
-                None,
-                format!(
-                    "not one JSON value (line {}, column {})",
-                    e.line(),
-                    e.column()
-                ),
-            )
-        })?;
+        let value = crate::json::from_slice_strict(&bytes)?;
         let verdict = self.check(&value)?;
         let Value::Object(json) = value else {
             return Err(E::new(
@@ -163,14 +168,20 @@ impl Validator {
             ));
         };
         match verdict {
-            Verdict::Ignorable { profile } => Ok(Parsed::Ignorable {
-                record_type: json
+            Verdict::Ignorable { profile } => {
+                let record_type = json
                     .get("type")
                     .and_then(Value::as_str)
                     .unwrap_or_default()
-                    .to_owned(),
-                profile,
-            }),
+                    .to_owned();
+                let authority = ignored_authority(&record_type, bytes, json)
+                    .map_err(|e| e.with_type(&record_type))?;
+                Ok(Parsed::Ignorable {
+                    record_type,
+                    profile,
+                    authority,
+                })
+            }
             Verdict::Valid { info, class } => {
                 let record =
                     build(class.kind(), bytes, json).map_err(|e| e.with_type(info.name))?;
@@ -189,6 +200,29 @@ fn too_large(v: &Validator) -> E {
             v.config().limits.max_record_bytes
         ),
     )
+}
+
+/// The envelope of an ignorable record that is authority: a known type of
+/// an authority class, or an unknown type that carries `sessionSequence`
+/// (watch, hydrate and control records never do).
+fn ignored_authority(
+    ty: &str,
+    bytes: Bytes,
+    json: Map<String, Value>,
+) -> Result<Option<Box<IgnoredAuthority>>, E> {
+    let authority = match crate::registry::lookup(ty) {
+        Some(info) => info.kind() == RecordKind::Authority,
+        None => json.contains_key("sessionSequence"),
+    };
+    if !authority {
+        return Ok(None);
+    }
+    crate::validate::check_ignored_envelope(&json)?;
+    let envelope: AuthorityEnvelope = typed(&json)?;
+    Ok(Some(Box::new(IgnoredAuthority {
+        envelope,
+        wire: Wire::new(bytes, json),
+    })))
 }
 
 fn typed<'a, T: Deserialize<'a>>(json: &'a Map<String, Value>) -> Result<T, E> {

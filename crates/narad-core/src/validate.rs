@@ -329,6 +329,18 @@ fn profile_session_fields(f: &Fields<'_>) -> Result<(), E> {
     f.depends("sequence", "runId")
 }
 
+/// The envelope of an authority event of an inactive profile (§2.1): its
+/// semantics are ignored, but its identity and every ordering cursor it
+/// carries still count, so they must be well formed.
+pub(crate) fn check_ignored_envelope(map: &Map<String, Value>) -> Result<(), E> {
+    let f = Fields(map);
+    f.req_str("eventId")?;
+    f.req_ts("timestamp")?;
+    profile_session_fields(&f)?;
+    f.opt_str("parentRunId")?;
+    f.opt_str("parentToolCallId").map(drop)
+}
+
 /// Messages, state and UI documents: the scope selects the ordering fields
 /// that must be present.
 fn scoped(f: &Fields<'_>, key: &str) -> Result<RecordClass, E> {
@@ -889,13 +901,23 @@ impl<'a> Fields<'a> {
                 format!("{k} must hold at least {min} item(s)"),
             ));
         }
+        // A set, not a scan of the earlier items: 10,000 items stay linear.
+        let mut seen =
+            std::collections::HashSet::with_capacity(if unique { items.len() } else { 0 });
         for (i, item) in items.iter().enumerate() {
-            let at = format!("{k}/{i}");
-            Self::non_empty(&at, Self::text(&at, item)?)?;
-            if unique && items[..i].contains(item) {
+            let Some(text) = item.as_str().filter(|s| !s.is_empty()) else {
+                let at = format!("{k}/{i}");
+                return Err(match item {
+                    Value::String(_) => {
+                        E::at(C::InvalidValue, &at, format!("{at} must not be empty"))
+                    }
+                    _ => E::at(C::WrongType, &at, format!("{at} must be a string")),
+                });
+            };
+            if unique && !seen.insert(text) {
                 return Err(E::at(
                     C::DuplicateItems,
-                    &at,
+                    &format!("{k}/{i}"),
                     format!("{k} must not repeat an item"),
                 ));
             }

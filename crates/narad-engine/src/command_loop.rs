@@ -135,7 +135,7 @@ impl<S: Store + 'static> Engine<S> {
                     space: SideSpace::Snapshot,
                     key: session_id.to_owned(),
                     expect: Expect::Any,
-                    value: Some(Bytes::from(j.encode_snapshot(new_head))),
+                    value: Some(Bytes::from(j.encode_snapshot(&events))),
                 });
             }
             let batch = Batch {
@@ -147,6 +147,7 @@ impl<S: Store + 'static> Engine<S> {
             };
             match self.append_resolving(batch).await {
                 Ok(done) => {
+                    j.appended(&events);
                     j.head = done.head;
                     if snapshot {
                         j.snapshot_head = done.head;

@@ -61,6 +61,9 @@ pub struct EngineStats {
     pub from_snapshot: u64,
     /// Commands re-checked after another writer moved the head.
     pub retries: u64,
+    /// Stored reducer snapshots ignored because they did not match their
+    /// journal (the session was replayed instead).
+    pub snapshots_rejected: u64,
 }
 
 #[derive(Debug, Default)]
@@ -68,6 +71,7 @@ pub(crate) struct Counters {
     pub(crate) hydrations: AtomicU64,
     pub(crate) from_snapshot: AtomicU64,
     pub(crate) retries: AtomicU64,
+    pub(crate) snapshots_rejected: AtomicU64,
 }
 
 pub(crate) struct Inner<S> {
@@ -209,6 +213,7 @@ impl<S: Store + 'static> Engine<S> {
             hydrations: c.hydrations.load(Ordering::Relaxed),
             from_snapshot: c.from_snapshot.load(Ordering::Relaxed),
             retries: c.retries.load(Ordering::Relaxed),
+            snapshots_rejected: c.snapshots_rejected.load(Ordering::Relaxed),
         }
     }
 

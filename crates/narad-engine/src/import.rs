@@ -152,6 +152,9 @@ impl<S: Store + 'static> Engine<S> {
         if batch.events.is_empty() && batch.side.is_empty() {
             return Ok((Some(j), 0));
         }
+        // The chain of covered bytes advances with the batch; on failure
+        // this journal is dropped and reloaded.
+        j.appended(&batch.events);
         let appended = self.append_resolving(batch).await?;
         if appended.redelivered {
             // Another writer stored these events first; the store's head

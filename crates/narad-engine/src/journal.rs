@@ -10,6 +10,7 @@ use narad_store::{Store, StoredEvent};
 use serde_json::{Map, Value};
 
 use crate::error::EngineError;
+use crate::snapshot::{self, Chain, Reject};
 use crate::StartRun;
 
 /// Which journal an event belongs to.
@@ -97,6 +98,10 @@ pub(crate) struct Journal {
     pub snapshot_head: u64,
     /// Whether this hydration started from a snapshot.
     pub from_snapshot: bool,
+    /// Why a stored snapshot was not used, if there was one.
+    pub snapshot_rejected: Option<Reject>,
+    /// Rolling digest of the events through `head`.
+    pub chain: Chain,
 }
 
 impl Journal {
@@ -115,39 +120,76 @@ impl Journal {
             expiries: BTreeMap::new(),
             snapshot_head: 0,
             from_snapshot: false,
+            snapshot_rejected: None,
+            chain: Chain::default(),
         }
     }
 
-    /// The snapshot side record: `head` (8 bytes, big-endian), the length
-    /// of the expiries JSON (4 bytes), the expiries, the checker snapshot.
-    pub fn encode_snapshot(&self, head: u64) -> Vec<u8> {
+    /// The snapshot side record of this journal once `pending` (events
+    /// applied to the checker, not yet in `head`) are appended too; see
+    /// [`crate::snapshot`] for the layout.
+    pub fn encode_snapshot(&self, pending: &[StoredEvent]) -> Vec<u8> {
         let expiries: BTreeMap<&str, String> = self
             .expiries
             .iter()
             .map(|(k, t)| (k.as_str(), crate::host::timestamp(*t)))
             .collect();
         let exp = serde_json::to_vec(&expiries).unwrap_or_default();
-        let mut out = Vec::new();
-        out.extend_from_slice(&head.to_be_bytes());
-        out.extend_from_slice(&(exp.len() as u32).to_be_bytes());
-        out.extend_from_slice(&exp);
-        out.extend_from_slice(&self.checker.snapshot());
-        out
+        let mut body = Vec::new();
+        body.extend_from_slice(&(exp.len() as u32).to_be_bytes());
+        body.extend_from_slice(&exp);
+        body.extend_from_slice(&self.checker.snapshot());
+        let head = self.head + pending.len() as u64;
+        let chain = self.chain.extended(pending.iter().map(|e| &e.bytes[..]));
+        snapshot::seal(&self.session_id, head, chain, &body)
     }
 
-    /// Restores from a snapshot record; `None` if it is unusable (the
-    /// caller then replays from the start).
-    fn from_snapshot(session_id: &str, meta: Meta, bytes: &[u8]) -> Option<Self> {
-        let head = u64::from_be_bytes(bytes.get(..8)?.try_into().ok()?);
-        let n = u32::from_be_bytes(bytes.get(8..12)?.try_into().ok()?) as usize;
-        let exp: BTreeMap<String, String> = serde_json::from_slice(bytes.get(12..12 + n)?).ok()?;
+    /// Records that `events` were appended: the head and the digest move on.
+    pub fn appended(&mut self, events: &[StoredEvent]) {
+        for ev in events {
+            self.chain.push(&ev.bytes);
+        }
+        self.head += events.len() as u64;
+    }
+
+    /// Restores from a snapshot record, checked against the stored event at
+    /// its head (one read). `Ok(Err(_))`: unusable, replay instead.
+    async fn from_snapshot<S: Store + ?Sized>(
+        store: &S,
+        session_id: &str,
+        meta: Meta,
+        bytes: &[u8],
+    ) -> Result<Result<Self, Reject>, EngineError> {
+        let snap = match snapshot::unseal(session_id, bytes) {
+            Ok(s) => s,
+            Err(r) => return Ok(Err(r)),
+        };
+        if snap.head > 0 {
+            let page = store.read_session(session_id, snap.head - 1, 1).await?;
+            let at_head = page
+                .events
+                .first()
+                .filter(|ev| ev.position.session_sequence == snap.head);
+            if !at_head.is_some_and(|ev| snap.covers(&ev.bytes)) {
+                return Ok(Err(Reject::OtherJournal));
+            }
+        }
+        Ok(Self::restore(session_id, meta, &snap).ok_or(Reject::State))
+    }
+
+    fn restore(session_id: &str, meta: Meta, snap: &snapshot::Unsealed<'_>) -> Option<Self> {
+        let bytes = snap.body;
+        let n = u32::from_be_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
+        let exp: BTreeMap<String, String> =
+            serde_json::from_slice(bytes.get(4..4usize.checked_add(n)?)?).ok()?;
         let mut j = Self::new(session_id, meta);
-        j.checker = Checker::restore(j.validator, bytes.get(12 + n..)?)?;
-        if j.checker.session_head(session_id) != Some(head) {
+        j.checker = Checker::restore(j.validator, bytes.get(4 + n..)?)?;
+        if j.checker.session_head(session_id) != Some(snap.head) {
             return None;
         }
-        j.head = head;
-        j.snapshot_head = head;
+        j.head = snap.head;
+        j.chain = snap.chain;
+        j.snapshot_head = snap.head;
         j.from_snapshot = true;
         j.expiries = exp
             .into_iter()
@@ -157,7 +199,8 @@ impl Journal {
     }
 
     /// Rebuilds the session: from its newest snapshot when there is a
-    /// usable one, then the journal's tail; else the whole journal.
+    /// usable one, then the journal's tail; else the whole journal. A
+    /// snapshot that does not match the journal is logged and ignored.
     pub async fn hydrate<S: Store + ?Sized>(
         store: &S,
         session_id: &str,
@@ -166,9 +209,22 @@ impl Journal {
         let snap = store
             .side(narad_store::SideSpace::Snapshot, session_id)
             .await?;
-        let mut j = snap
-            .and_then(|b| Self::from_snapshot(session_id, meta.clone(), &b))
-            .unwrap_or_else(|| Self::new(session_id, meta));
+        let mut j = match snap {
+            None => Self::new(session_id, meta),
+            Some(b) => match Self::from_snapshot(store, session_id, meta.clone(), &b).await? {
+                Ok(j) => j,
+                Err(reason) => {
+                    tracing::warn!(
+                        session_id,
+                        reason = reason.as_str(),
+                        "reducer snapshot does not match its journal; replaying the journal"
+                    );
+                    let mut j = Self::new(session_id, meta);
+                    j.snapshot_rejected = Some(reason);
+                    j
+                }
+            },
+        };
         loop {
             let page = store.read_session(session_id, j.head, 1024).await?;
             for ev in &page.events {
@@ -180,6 +236,7 @@ impl Journal {
                     )))
                 })?;
                 j.head = ev.position.session_sequence;
+                j.chain.push(&ev.bytes);
                 j.note_expiry(&ev.bytes);
             }
             if page.next.is_none() {

@@ -34,6 +34,7 @@ mod reads;
 mod run_commands;
 mod session_cache;
 mod session_commands;
+mod snapshot;
 mod stop;
 mod subscribe;
 mod watch;

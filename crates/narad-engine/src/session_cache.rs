@@ -79,6 +79,9 @@ impl<S: Store + 'static> Engine<S> {
         if j.from_snapshot {
             c.from_snapshot.fetch_add(1, Ordering::Relaxed);
         }
+        if j.snapshot_rejected.is_some() {
+            c.snapshots_rejected.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(j)
     }
 
@@ -117,7 +120,7 @@ impl<S: Store + 'static> Engine<S> {
                 space: SideSpace::Snapshot,
                 key: session_id.to_owned(),
                 expect: Expect::Any,
-                value: Some(Bytes::from(j.encode_snapshot(j.head))),
+                value: Some(Bytes::from(j.encode_snapshot(&[]))),
             }],
             ..Batch::default()
         };

@@ -315,7 +315,8 @@ async fn a_cold_session_hydrates_from_its_snapshot_plus_the_tail() {
         narad_engine::EngineStats {
             hydrations: 1,
             from_snapshot: 0,
-            retries: 0
+            retries: 0,
+            snapshots_rejected: 1,
         }
     );
     assert_eq!(

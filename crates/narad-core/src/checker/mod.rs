@@ -16,6 +16,7 @@
 mod client;
 mod conversation;
 mod documents;
+mod session;
 
 pub use client::{ClientLedger, CLOSURE_CODES};
 pub use conversation::{Message, Reasoning, Transcript};
@@ -23,11 +24,14 @@ pub use documents::{Document, Documents, Lifecycle};
 
 use crate::graph::RunGraph;
 use crate::model::{
-    AuthorityEvent, AuthorityPayload, Cursor, Executor, HydratePayload, InterruptScope,
+    AuthorityEnvelope, AuthorityEvent, AuthorityPayload, Cursor, Executor, HydratePayload,
+    InterruptScope,
 };
-use crate::record::{Parsed, Record};
+use crate::record::{IgnoredAuthority, Parsed, Record};
+use crate::small_map::SmallMap;
 use crate::validate::Validator;
 use serde::{Deserialize, Serialize};
+use session::Session;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -176,32 +180,16 @@ struct GraphScope {
     emitted: Option<serde_json::Value>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Session {
-    head: u64,
-    /// Session position covered by the last transcript snapshot (§9.3).
-    covered: u64,
-    /// eventId -> fingerprint of the record's JSON value.
-    #[serde(skip)]
-    seen: BTreeMap<String, u64>,
-    /// The active, or most recently started, top-level run (§9.2 visibility).
-    last_top_run: Option<String>,
-    transcript: Transcript,
-    documents: Documents,
-    workflow_heads: BTreeMap<String, u64>,
-    run_heads: BTreeMap<String, u64>,
-    runs: BTreeMap<String, Run>,
-    tools: BTreeMap<String, Tool>,
-    workflows: BTreeMap<String, Workflow>,
-    /// The session slot: an active independent top-level run or workflow.
-    slot: Option<Slot>,
-    pending: Vec<Adjacency>,
-    graphs: BTreeMap<String, GraphScope>,
-    /// The canonical graph derived from authority, per root run (§9.7).
-    #[serde(skip)]
-    derived: BTreeMap<String, RunGraph>,
-    watch: BTreeMap<String, u64>,
+impl Adjacency {
+    /// Whether an event with `env` belongs to the journal this entry watches.
+    fn in_journal(&self, env: &AuthorityEnvelope) -> bool {
+        match self {
+            Adjacency::Run { root, .. } => env.root_run_id.as_deref() == Some(root.as_str()),
+            Adjacency::Workflow { workflow, .. } => {
+                env.workflow_id.as_deref() == Some(workflow.as_str())
+            }
+        }
+    }
 }
 
 /// The session's top-level execution slot (§3.1).
@@ -233,15 +221,18 @@ pub enum Slot {
 #[derive(Debug, Clone, Default)]
 pub struct Checker {
     validator: Validator,
-    sessions: BTreeMap<String, Session>,
-    workspaces: BTreeMap<String, (BTreeMap<String, u64>, u64)>,
+    /// Boxed: a B-tree node holds eleven entries inline, and most are spare.
+    sessions: BTreeMap<String, Box<Session>>,
+    workspaces: BTreeMap<String, (SmallMap<u64>, u64)>,
     client: ClientLedger,
     index: usize,
     canonical_graphs: bool,
 }
 
-/// Version of the [`Checker::snapshot`] layout.
-const SNAPSHOT_FORMAT: u32 = 1;
+/// Version of the [`Checker::snapshot`] layout. Version 2: a derived
+/// graph's node index may be empty while the graph is small (it is then
+/// scanned). Version 1 snapshots, whose indexes are complete, restore too.
+const SNAPSHOT_FORMAT: u32 = 2;
 
 pub(crate) type R<T = ()> = Result<T, (&'static str, &'static str, String)>;
 
@@ -304,7 +295,11 @@ impl Checker {
 
     /// A workflow of the session, if it started.
     pub fn workflow(&self, session_id: &str, workflow_id: &str) -> Option<&Workflow> {
-        self.sessions.get(session_id)?.workflows.get(workflow_id)
+        self.sessions
+            .get(session_id)?
+            .x()
+            .workflows
+            .get(workflow_id)
     }
 
     /// Every workflow of the session, by `workflowId`.
@@ -312,7 +307,7 @@ impl Checker {
         self.sessions
             .get(session_id)
             .into_iter()
-            .flat_map(|s| s.workflows.iter())
+            .flat_map(|s| s.x().workflows.iter())
     }
 
     /// The active top-level execution of the session, if any.
@@ -333,14 +328,14 @@ impl Checker {
     pub fn workflow_head(&self, session_id: &str, workflow_id: &str) -> u64 {
         self.sessions
             .get(session_id)
-            .and_then(|s| s.workflow_heads.get(workflow_id))
+            .and_then(|s| s.x().workflow_heads.get(workflow_id))
             .copied()
             .unwrap_or(0)
     }
 
     /// The run a tool call belongs to and whether it is still open.
     pub fn tool_call(&self, session_id: &str, tool_call_id: &str) -> Option<(&str, bool)> {
-        let t = self.sessions.get(session_id)?.tools.get(tool_call_id)?;
+        let t = self.sessions.get(session_id)?.x().tools.get(tool_call_id)?;
         Some((t.run.as_str(), t.state == ToolState::Open))
     }
 
@@ -371,7 +366,7 @@ impl Checker {
 
     /// The session's transcript.
     pub fn transcript(&self, session_id: &str) -> Option<&Transcript> {
-        self.sessions.get(session_id).map(|s| &s.transcript)
+        self.sessions.get(session_id).map(|s| &s.x().transcript)
     }
 
     /// The default primary transcript of §9.2: session and workflow messages
@@ -379,13 +374,18 @@ impl Checker {
     pub fn primary_transcript(&self, session_id: &str) -> Vec<&Message> {
         self.sessions
             .get(session_id)
-            .map(|s| s.transcript.primary(s.last_top_run.as_deref()).collect())
+            .map(|s| {
+                s.x()
+                    .transcript
+                    .primary(s.last_top_run.as_deref())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
     /// The session's state/UI documents, views, attachments and artifacts.
     pub fn documents(&self, session_id: &str) -> Option<&Documents> {
-        self.sessions.get(session_id).map(|s| &s.documents)
+        self.sessions.get(session_id).map(|s| &s.x().documents)
     }
 
     /// The checker's whole state as bytes (everything but its validator and
@@ -396,14 +396,14 @@ impl Checker {
         #[derive(Serialize)]
         struct FullRef<'a> {
             state: &'a Session,
-            seen: &'a BTreeMap<String, u64>,
-            derived: &'a BTreeMap<String, RunGraph>,
+            seen: &'a SmallMap<u64>,
+            derived: &'a SmallMap<RunGraph>,
         }
         #[derive(Serialize)]
         struct SnapRef<'a> {
             format: u32,
             sessions: BTreeMap<&'a str, FullRef<'a>>,
-            workspaces: &'a BTreeMap<String, (BTreeMap<String, u64>, u64)>,
+            workspaces: &'a BTreeMap<String, (SmallMap<u64>, u64)>,
             client: &'a ClientLedger,
             index: usize,
         }
@@ -437,19 +437,19 @@ impl Checker {
         #[derive(Deserialize)]
         struct Full {
             state: Session,
-            seen: BTreeMap<String, u64>,
-            derived: BTreeMap<String, RunGraph>,
+            seen: SmallMap<u64>,
+            derived: SmallMap<RunGraph>,
         }
         #[derive(Deserialize)]
         struct Snap {
             format: u32,
             sessions: BTreeMap<String, Full>,
-            workspaces: BTreeMap<String, (BTreeMap<String, u64>, u64)>,
+            workspaces: BTreeMap<String, (SmallMap<u64>, u64)>,
             client: ClientLedger,
             index: usize,
         }
         let snap: Snap = serde_json::from_slice(bytes).ok()?;
-        if snap.format != SNAPSHOT_FORMAT {
+        if !(1..=SNAPSHOT_FORMAT).contains(&snap.format) {
             return None;
         }
         let sessions = snap
@@ -459,8 +459,8 @@ impl Checker {
                 let mut s = f.state;
                 s.seen = f.seen;
                 s.derived = f.derived;
-                s.transcript.reindex();
-                (k, s)
+                s.reindex();
+                (k, Box::new(s))
             })
             .collect();
         Some(Self {
@@ -484,6 +484,17 @@ impl Checker {
             message: e.to_string(),
         })?;
         match parsed {
+            Parsed::Ignorable {
+                authority: Some(ev),
+                ..
+            } => self
+                .ignored(&ev)
+                .map_err(|(code, section, message)| Rejection {
+                    index,
+                    code,
+                    section,
+                    message,
+                }),
             Parsed::Ignorable { .. } => Ok(Applied::Skipped),
             Parsed::Record { record, .. } => self.apply(index, &record),
         }
@@ -572,7 +583,12 @@ impl Checker {
                 );
             }
         }
-        if rev < known.and_then(|s| s.watch.get(&key)).copied().unwrap_or(0) {
+        if rev
+            < known
+                .and_then(|s| s.x().watch.get(&key))
+                .copied()
+                .unwrap_or(0)
+        {
             return fail(
                 "watch_revision_regress",
                 "8",
@@ -581,7 +597,7 @@ impl Checker {
         }
         let s = self.sessions.entry(session_id.clone()).or_default();
         s.seen.insert(id.clone(), fp);
-        s.watch.insert(key, rev);
+        s.x_mut().watch.insert(key, rev);
         Ok(Applied::Applied)
     }
 
@@ -594,7 +610,7 @@ impl Checker {
                 ..
             } => {
                 let s = self.sessions.entry(session_id.clone()).or_default();
-                s.transcript.replace_with_snapshot(messages);
+                s.x_mut().transcript.replace_with_snapshot(messages);
                 // §9.3: authority with greater sessionSequence applies after it.
                 s.head = s.head.max(*covers_through_session_sequence);
                 s.covered = s.covered.max(*covers_through_session_sequence);
@@ -608,7 +624,7 @@ impl Checker {
             } => (anchor, Some(*base_revision)),
         };
         let empty = Session::default();
-        let s = self.sessions.get(&anchor.session_id).unwrap_or(&empty);
+        let s: &Session = self.sessions.get(&anchor.session_id).map_or(&empty, |s| s);
         let (key, cursor) = match (
             &anchor.root_run_id,
             &anchor.source_run_cursor,
@@ -644,7 +660,7 @@ impl Checker {
                 (format!("run:{root}"), c.sequence)
             }
             (_, _, Some(wf), Some(c)) => {
-                let head = s.workflow_heads.get(wf).copied().unwrap_or(0);
+                let head = s.x().workflow_heads.get(wf).copied().unwrap_or(0);
                 if c.sequence > head {
                     return fail(
                         "graph_cursor_ahead",
@@ -662,7 +678,7 @@ impl Checker {
                 )
             }
         };
-        let current = s.graphs.get(&key).cloned().unwrap_or_default();
+        let current = s.x().graphs.get(&key).cloned().unwrap_or_default();
         if current.revision > 0 && anchor.revision <= current.revision {
             // A stale or repeated graph record (at-least-once delivery): the
             // client already holds this revision or a later one.
@@ -691,9 +707,9 @@ impl Checker {
             .sessions
             .entry(anchor.session_id.clone())
             .or_default()
+            .x_mut()
             .graphs
-            .entry(key)
-            .or_default();
+            .get_or_default(&key);
         scope.revision = anchor.revision;
         scope.cursor = cursor;
         scope.emitted = emitted;
@@ -710,6 +726,20 @@ impl Checker {
         result
     }
 
+    /// An authority event of an inactive profile (§2.1): its semantics are
+    /// ignored, but it is deduplicated and takes its place in every ordering
+    /// domain it carries (§4.2), with the same refusals as any event.
+    fn ignored(&mut self, ev: &IgnoredAuthority) -> R<Applied> {
+        let env = &ev.envelope;
+        let is_new_session = !self.sessions.contains_key(&env.session_id);
+        let s = self.sessions.entry(env.session_id.clone()).or_default();
+        let result = s.ignored(env, fingerprint(ev.wire.json()));
+        if result.is_err() && is_new_session {
+            self.sessions.remove(&env.session_id);
+        }
+        result
+    }
+
     fn authority_in(&mut self, ev: &AuthorityEvent) -> R<Applied> {
         let env = &ev.envelope;
         let s = self.sessions.entry(env.session_id.clone()).or_default();
@@ -717,29 +747,8 @@ impl Checker {
         if let Some(dup) = dedup(&s.seen, &env.event_id, fp)? {
             return Ok(dup);
         }
-        if env.session_sequence <= s.head {
-            if env.session_sequence <= s.covered {
-                // Covered by a transcript snapshot and never delivered before.
-                return Ok(Applied::Skipped);
-            }
-            return fail(
-                "session_sequence_reused",
-                "4.2",
-                format!(
-                    "sessionSequence {} is already taken by another event",
-                    env.session_sequence
-                ),
-            );
-        }
-        if env.session_sequence != s.head + 1 {
-            return fail(
-                "session_sequence_gap",
-                "4.2",
-                format!(
-                    "sessionSequence {} does not follow {}",
-                    env.session_sequence, s.head
-                ),
-            );
+        if let Some(skip) = s.check_position(env)? {
+            return Ok(skip);
         }
         let run = env.run_id.as_deref().and_then(|r| s.runs.get(r));
         if let AuthorityPayload::ToolCallFinished {
@@ -777,8 +786,7 @@ impl Checker {
                 Ok(step) => {
                     let canonical = self.canonical_graphs;
                     s.derived
-                        .entry(root.to_owned())
-                        .or_insert_with(|| {
+                        .get_or_insert_with(root, || {
                             if canonical {
                                 RunGraph::with_history(root)
                             } else {
@@ -891,7 +899,7 @@ fn canonical_check(
 /// `Some(Duplicate)` for an identical redelivery, an error for the same id
 /// with different data, `None` for an id not seen yet. Records nothing: the
 /// caller records the id once the event is accepted.
-fn dedup(seen: &BTreeMap<String, u64>, event_id: &str, fp: u64) -> R<Option<Applied>> {
+fn dedup(seen: &SmallMap<u64>, event_id: &str, fp: u64) -> R<Option<Applied>> {
     match seen.get(event_id) {
         Some(prev) if *prev == fp => Ok(Some(Applied::Duplicate)),
         Some(_) => fail(
@@ -959,11 +967,69 @@ impl Fnv {
 }
 
 impl Session {
-    fn apply(&mut self, ev: &AuthorityEvent) -> R {
-        let env = &ev.envelope;
-        // Ordering domains (§4.2), checked before any state change.
+    /// §4.2, §9.3: `Some(Skipped)` for a position covered by a transcript
+    /// snapshot and never delivered before; an error for a taken position
+    /// or a gap; `None` for the next position.
+    fn check_position(&self, env: &AuthorityEnvelope) -> R<Option<Applied>> {
+        if env.session_sequence <= self.head {
+            if env.session_sequence <= self.covered {
+                return Ok(Some(Applied::Skipped));
+            }
+            return fail(
+                "session_sequence_reused",
+                "4.2",
+                format!(
+                    "sessionSequence {} is already taken by another event",
+                    env.session_sequence
+                ),
+            );
+        }
+        if env.session_sequence != self.head + 1 {
+            return fail(
+                "session_sequence_gap",
+                "4.2",
+                format!(
+                    "sessionSequence {} does not follow {}",
+                    env.session_sequence, self.head
+                ),
+            );
+        }
+        Ok(None)
+    }
+
+    /// See [`Checker::ignored`].
+    fn ignored(&mut self, env: &AuthorityEnvelope, fp: u64) -> R<Applied> {
+        if dedup(&self.seen, &env.event_id, fp)?.is_some() {
+            return Ok(Applied::Skipped);
+        }
+        if let Some(skip) = self.check_position(env)? {
+            return Ok(skip);
+        }
+        self.check_sequences(env)?;
+        // §7.6: nothing of an interrupt's journal comes between it and its
+        // pause, and an ignored event is never that pause.
+        if self.x().pending.iter().any(|p| p.in_journal(env)) {
+            return fail(
+                "interrupt_pause_adjacency",
+                "7.6",
+                "an interrupt must be followed consecutively in its journal by the matching pause",
+            );
+        }
+        if let (Some(root), Some(seq)) = (&env.root_run_id, env.sequence) {
+            if let Some(g) = self.derived.get_mut(root) {
+                g.skip_to(seq);
+            }
+        }
+        self.advance_sequences(env);
+        self.head = env.session_sequence;
+        self.seen.insert(env.event_id.clone(), fp);
+        Ok(Applied::Skipped)
+    }
+
+    /// The workflow and run-tree domains (§4.2): each must take the next position.
+    fn check_sequences(&self, env: &AuthorityEnvelope) -> R {
         if let (Some(wf), Some(seq)) = (&env.workflow_id, env.workflow_sequence) {
-            let head = self.workflow_heads.get(wf).copied().unwrap_or(0);
+            let head = self.x().workflow_heads.get(wf).copied().unwrap_or(0);
             if seq != head + 1 {
                 return fail(
                     "workflow_sequence_gap",
@@ -982,17 +1048,28 @@ impl Session {
                 );
             }
         }
-        let satisfied = self.check_adjacency(ev)?;
-        self.transition(ev)?;
-        for i in satisfied.into_iter().rev() {
-            self.pending.remove(i);
-        }
+        Ok(())
+    }
+
+    fn advance_sequences(&mut self, env: &AuthorityEnvelope) {
         if let (Some(wf), Some(seq)) = (&env.workflow_id, env.workflow_sequence) {
-            self.workflow_heads.insert(wf.clone(), seq);
+            self.x_mut().workflow_heads.insert(wf.clone(), seq);
         }
         if let (Some(root), Some(seq)) = (&env.root_run_id, env.sequence) {
             self.run_heads.insert(root.clone(), seq);
         }
+    }
+
+    fn apply(&mut self, ev: &AuthorityEvent) -> R {
+        let env = &ev.envelope;
+        // Ordering domains (§4.2), checked before any state change.
+        self.check_sequences(env)?;
+        let satisfied = self.check_adjacency(ev)?;
+        self.transition(ev)?;
+        for i in satisfied.into_iter().rev() {
+            self.x_mut().pending.remove(i);
+        }
+        self.advance_sequences(env);
         Ok(())
     }
 
@@ -1003,26 +1080,25 @@ impl Session {
     fn check_adjacency(&self, ev: &AuthorityEvent) -> R<Vec<usize>> {
         let env = &ev.envelope;
         let mut satisfied_by_this = Vec::new();
-        for (i, pending) in self.pending.iter().enumerate() {
-            let (in_journal, satisfied) = match pending {
+        for (i, pending) in self.x().pending.iter().enumerate() {
+            let in_journal = pending.in_journal(env);
+            let satisfied = match pending {
                 Adjacency::Run {
-                    root,
                     run,
                     wait_id,
                     interrupt_id,
-                } => (
-                    env.root_run_id.as_deref() == Some(root.as_str()),
+                    ..
+                } => {
                     env.run_id.as_deref() == Some(run.as_str())
-                        && matches!(&ev.payload, AuthorityPayload::RunPaused { wait_id: w, interrupt_id: Some(i), .. } if w == wait_id && i == interrupt_id),
-                ),
+                        && matches!(&ev.payload, AuthorityPayload::RunPaused { wait_id: w, interrupt_id: Some(i), .. } if w == wait_id && i == interrupt_id)
+                }
                 Adjacency::Workflow {
-                    workflow,
                     wait_id,
                     interrupt_id,
-                } => (
-                    env.workflow_id.as_deref() == Some(workflow.as_str()),
-                    matches!(&ev.payload, AuthorityPayload::WorkflowPaused { wait_id: w, interrupt_id: i, .. } if w == wait_id && i == interrupt_id),
-                ),
+                    ..
+                } => {
+                    matches!(&ev.payload, AuthorityPayload::WorkflowPaused { wait_id: w, interrupt_id: i, .. } if w == wait_id && i == interrupt_id)
+                }
             };
             if in_journal {
                 if !satisfied {
@@ -1178,7 +1254,7 @@ impl Session {
                         );
                     }
                     wf.open_interrupt = Some(open);
-                    self.pending.push(Adjacency::Workflow {
+                    self.x_mut().pending.push(Adjacency::Workflow {
                         workflow: wf_id,
                         wait_id: wait_id.clone(),
                         interrupt_id: interrupt_id.clone(),
@@ -1201,7 +1277,7 @@ impl Session {
                     );
                 }
                 run.open_interrupt = Some(open);
-                self.pending.push(Adjacency::Run {
+                self.x_mut().pending.push(Adjacency::Run {
                     root,
                     run: run_id,
                     wait_id: wait_id.clone(),
@@ -1271,7 +1347,7 @@ impl Session {
                 executor,
                 ..
             } => {
-                if self.tools.contains_key(tool_call_id) {
+                if self.x().tools.contains_key(tool_call_id) {
                     return fail(
                         "tool_call_duplicate",
                         "7.8",
@@ -1297,7 +1373,7 @@ impl Session {
                     );
                 }
                 run.open_tools.insert(tool_call_id.clone());
-                self.tools.insert(
+                self.x_mut().tools.insert(
                     tool_call_id.clone(),
                     Tool {
                         run: run_id,
@@ -1307,7 +1383,7 @@ impl Session {
                 Ok(())
             }
             P::ToolCallFinished { tool_call_id, .. } => {
-                let Some(tool) = self.tools.get_mut(tool_call_id) else {
+                let Some(tool) = self.x_mut().tools.get_mut(tool_call_id) else {
                     return fail(
                         "tool_call_unknown",
                         "7.9",
@@ -1329,7 +1405,7 @@ impl Session {
                     );
                 }
                 tool.state = ToolState::Finished;
-                self.open_run(&run_id)?.open_tools.remove(tool_call_id);
+                close(&mut self.open_run(&run_id)?.open_tools, tool_call_id);
                 Ok(())
             }
             P::ProgressRecorded { .. } => {
@@ -1340,7 +1416,7 @@ impl Session {
             }
             P::WorkflowStarted(_) => {
                 let wf_id = env.workflow_id.clone().unwrap_or_default();
-                if self.workflows.contains_key(&wf_id) {
+                if self.x().workflows.contains_key(&wf_id) {
                     return fail(
                         "workflow_already_started",
                         "6.5",
@@ -1355,7 +1431,7 @@ impl Session {
                     );
                 }
                 self.slot = Some(Slot::Workflow(wf_id.clone()));
-                self.workflows.insert(wf_id, Workflow::default());
+                self.x_mut().workflows.insert(wf_id, Workflow::default());
                 Ok(())
             }
             P::WorkflowPaused {
@@ -1445,7 +1521,7 @@ impl Session {
             | P::MessageRedacted { .. }
             | P::ReasoningStarted(_)
             | P::ReasoningDelta(_)
-            | P::ReasoningCompleted(_) => self.transcript.apply(env, &ev.payload),
+            | P::ReasoningCompleted(_) => self.x_mut().transcript.apply(env, &ev.payload),
             P::StateSnapshot(_)
             | P::StateDelta(_)
             | P::StateCompacted { .. }
@@ -1460,13 +1536,17 @@ impl Session {
             | P::AttachmentRemoved(_)
             | P::ArtifactAdded(_)
             | P::ArtifactReady(_)
-            | P::ArtifactFailed(_) => self.documents.apply(env, &ev.payload, ev.wire.json()),
+            | P::ArtifactFailed(_) => {
+                self.x_mut()
+                    .documents
+                    .apply(env, &ev.payload, ev.wire.json())
+            }
             _ => Ok(()),
         }
     }
 
     fn open_workflow(&mut self, wf_id: &str) -> R<&mut Workflow> {
-        match self.workflows.get_mut(wf_id) {
+        match self.x_mut().workflows.get_mut(wf_id) {
             None => fail(
                 "workflow_not_started",
                 "6.5",
@@ -1615,10 +1695,10 @@ impl Session {
         run.state = state;
         let (parent, workflow) = (run.parent.clone(), run.workflow.clone());
         if let Some(p) = parent.and_then(|p| self.runs.get_mut(&p)) {
-            p.open_children.remove(run_id);
+            close(&mut p.open_children, run_id);
         }
-        if let Some(wf) = workflow.and_then(|w| self.workflows.get_mut(&w)) {
-            wf.open_runs.remove(run_id);
+        if let Some(wf) = workflow.and_then(|w| self.x_mut().workflows.get_mut(&w)) {
+            close(&mut wf.open_runs, run_id);
             if wf.active_top_run.as_deref() == Some(run_id) {
                 wf.active_top_run = None;
             }
@@ -1627,6 +1707,15 @@ impl Session {
             self.slot = None;
         }
         Ok(())
+    }
+}
+
+/// Removes closed work from an open set, and frees the set's node once it
+/// is empty (an emptied B-tree keeps its root node allocated).
+fn close(open: &mut BTreeSet<String>, id: &str) {
+    open.remove(id);
+    if open.is_empty() {
+        *open = BTreeSet::new();
     }
 }
 

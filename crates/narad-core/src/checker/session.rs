@@ -1,0 +1,212 @@
+//! One session's reduced state, laid out so that a finished session with
+//! no open work stays small: what every session with a run needs is
+//! inline, the rest (conversation, documents, tools, workflows, graphs,
+//! watch revisions, pending adjacency) sits behind one box allocated on
+//! first use.
+//!
+//! The serde and `Debug` forms are those of the flat struct this replaced,
+//! field for field, so `state_json`, snapshots and `debug_state` do not
+//! depend on whether the box was ever allocated.
+
+use super::{Adjacency, Documents, GraphScope, Run, Slot, Tool, Transcript, Workflow};
+use crate::graph::RunGraph;
+use crate::small_map::SmallMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+use std::sync::LazyLock;
+
+#[derive(Clone, Default)]
+pub(super) struct Session {
+    pub head: u64,
+    /// Session position covered by the last transcript snapshot (§9.3).
+    pub covered: u64,
+    /// eventId -> fingerprint of the record's JSON value.
+    pub seen: SmallMap<u64>,
+    /// The active, or most recently started, top-level run (§9.2 visibility).
+    pub last_top_run: Option<String>,
+    pub run_heads: SmallMap<u64>,
+    pub runs: SmallMap<Run>,
+    /// The session slot: an active independent top-level run or workflow.
+    pub slot: Option<Slot>,
+    /// The canonical graph derived from authority, per root run (§9.7).
+    pub derived: SmallMap<RunGraph>,
+    extra: Option<Box<Extra>>,
+}
+
+/// The parts of a session that many sessions never use.
+#[derive(Clone, Default)]
+pub(super) struct Extra {
+    pub transcript: Transcript,
+    pub documents: Documents,
+    pub workflow_heads: SmallMap<u64>,
+    pub tools: SmallMap<Tool>,
+    pub workflows: SmallMap<Workflow>,
+    pub pending: Vec<Adjacency>,
+    pub graphs: SmallMap<GraphScope>,
+    pub watch: SmallMap<u64>,
+}
+
+static EMPTY: LazyLock<Extra> = LazyLock::new(Extra::default);
+
+impl Extra {
+    fn is_unused(&self) -> bool {
+        let d = &self.documents;
+        self.transcript.messages.is_empty()
+            && self.transcript.reasoning.is_empty()
+            && d.documents.is_empty()
+            && d.views.is_empty()
+            && d.attachments.is_empty()
+            && d.artifacts.is_empty()
+            && self.workflow_heads.len() == 0
+            && self.tools.len() == 0
+            && self.workflows.len() == 0
+            && self.pending.is_empty()
+            && self.graphs.len() == 0
+            && self.watch.len() == 0
+    }
+}
+
+impl Session {
+    /// The rarely used parts (empty when never used).
+    pub fn x(&self) -> &Extra {
+        self.extra.as_deref().unwrap_or(&EMPTY)
+    }
+
+    /// The rarely used parts, allocated on first use.
+    pub fn x_mut(&mut self) -> &mut Extra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+
+    /// Rebuilds the transcript's id indexes after a restore.
+    pub fn reindex(&mut self) {
+        if let Some(x) = self.extra.as_mut() {
+            x.transcript.reindex();
+        }
+    }
+
+    fn view(&self) -> View<'_> {
+        let x = self.x();
+        View {
+            head: self.head,
+            covered: self.covered,
+            seen: &self.seen,
+            last_top_run: &self.last_top_run,
+            transcript: &x.transcript,
+            documents: &x.documents,
+            workflow_heads: &x.workflow_heads,
+            run_heads: &self.run_heads,
+            runs: &self.runs,
+            tools: &x.tools,
+            workflows: &x.workflows,
+            slot: &self.slot,
+            pending: &x.pending,
+            graphs: &x.graphs,
+            derived: &self.derived,
+            watch: &x.watch,
+        }
+    }
+}
+
+/// The flat form, in the field order of the struct this replaced.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct View<'a> {
+    head: u64,
+    covered: u64,
+    #[serde(skip)]
+    seen: &'a SmallMap<u64>,
+    last_top_run: &'a Option<String>,
+    transcript: &'a Transcript,
+    documents: &'a Documents,
+    workflow_heads: &'a SmallMap<u64>,
+    run_heads: &'a SmallMap<u64>,
+    runs: &'a SmallMap<Run>,
+    tools: &'a SmallMap<Tool>,
+    workflows: &'a SmallMap<Workflow>,
+    slot: &'a Option<Slot>,
+    pending: &'a Vec<Adjacency>,
+    graphs: &'a SmallMap<GraphScope>,
+    #[serde(skip)]
+    derived: &'a SmallMap<RunGraph>,
+    watch: &'a SmallMap<u64>,
+}
+
+/// The flat form, owned, for restoring.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Flat {
+    head: u64,
+    covered: u64,
+    last_top_run: Option<String>,
+    transcript: Transcript,
+    documents: Documents,
+    workflow_heads: SmallMap<u64>,
+    run_heads: SmallMap<u64>,
+    runs: SmallMap<Run>,
+    tools: SmallMap<Tool>,
+    workflows: SmallMap<Workflow>,
+    slot: Option<Slot>,
+    pending: Vec<Adjacency>,
+    graphs: SmallMap<GraphScope>,
+    watch: SmallMap<u64>,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Named as before, so renderings do not depend on the layout.
+        let mut d = f.debug_struct("Session");
+        let v = self.view();
+        d.field("head", &v.head)
+            .field("covered", &v.covered)
+            .field("seen", v.seen)
+            .field("last_top_run", v.last_top_run)
+            .field("transcript", v.transcript)
+            .field("documents", v.documents)
+            .field("workflow_heads", v.workflow_heads)
+            .field("run_heads", v.run_heads)
+            .field("runs", v.runs)
+            .field("tools", v.tools)
+            .field("workflows", v.workflows)
+            .field("slot", v.slot)
+            .field("pending", v.pending)
+            .field("graphs", v.graphs)
+            .field("derived", v.derived)
+            .field("watch", v.watch)
+            .finish()
+    }
+}
+
+impl Serialize for Session {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.view().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Session {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let f = Flat::deserialize(d)?;
+        let extra = Extra {
+            transcript: f.transcript,
+            documents: f.documents,
+            workflow_heads: f.workflow_heads,
+            tools: f.tools,
+            workflows: f.workflows,
+            pending: f.pending,
+            graphs: f.graphs,
+            watch: f.watch,
+        };
+        // Restored as it would have been built: no box for unused parts.
+        let unused = extra.is_unused();
+        Ok(Self {
+            head: f.head,
+            covered: f.covered,
+            seen: SmallMap::default(),
+            last_top_run: f.last_top_run,
+            run_heads: f.run_heads,
+            runs: f.runs,
+            slot: f.slot,
+            derived: SmallMap::default(),
+            extra: (!unused).then(|| Box::new(extra)),
+        })
+    }
+}
