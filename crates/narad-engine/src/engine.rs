@@ -697,23 +697,27 @@ impl<S: Store + 'static> Engine<S> {
                 side,
                 watch: Vec::new(),
             };
+            // The journal already applied the events. Until the store answers,
+            // the slot holds nothing: a caller that gives up mid-append
+            // (drops this future) leaves the session to rehydrate from the
+            // store, not a journal ahead of it.
+            let mut held = slot.take();
             match self.append_resolving(batch).await {
                 Ok(done) => {
-                    j.head = done.head;
-                    if snapshot {
-                        j.snapshot_head = done.head;
+                    if let Some(j) = held.as_mut() {
+                        j.head = done.head;
+                        if snapshot {
+                            j.snapshot_head = done.head;
+                        }
                     }
+                    *slot = held;
                     return Ok((out, events));
                 }
                 Err(StoreError::HeadConflict { .. }) => {
                     // Another engine wrote first: reload and re-check.
-                    *slot = None;
                     self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
                 }
-                Err(e) => {
-                    *slot = None;
-                    return Err(e.into());
-                }
+                Err(e) => return Err(e.into()),
             }
         }
         Err(EngineError::Contended)

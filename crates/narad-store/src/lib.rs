@@ -419,6 +419,8 @@ pub trait Store: Send + Sync {
 }
 
 pub mod bench;
+#[cfg(feature = "test-suite")]
+pub mod fault;
 pub mod group;
 pub mod history;
 mod plan;
