@@ -3,8 +3,9 @@
 //! fields, truncated lines, redeliveries, lines spliced from other traces).
 //!
 //! Properties: no panic; a refused record changes nothing; redelivering an
-//! accepted record is accepted and changes nothing; a snapshot restores to
-//! the same state.
+//! accepted record is accepted and changes nothing; a checker restored from
+//! a snapshot at any line answers every later line exactly like the one
+//! that was never snapshotted, and a final snapshot restores the same state.
 #![no_main]
 
 use arbitrary::Arbitrary;
@@ -135,6 +136,9 @@ struct Input {
     /// Bit i set: optional profile i is negotiated; `u16::MAX`-ish = all.
     profiles: Option<u16>,
     canonical_graphs: bool,
+    /// Before this line, a second checker is replaced by one restored from
+    /// its snapshot; both must then answer every line alike.
+    restore_at: Option<u16>,
     edits: Vec<Edit>,
 }
 
@@ -265,11 +269,27 @@ fuzz_target!(|input: Input| {
     if input.canonical_graphs {
         c = c.with_canonical_graphs();
     }
+    let mut twin = c.clone();
+    let restore_at = input.restore_at.map(|r| usize::from(r) % (lines.len() + 1));
     let mut accepted: Vec<&[u8]> = Vec::new();
     for (n, line) in lines.iter().enumerate() {
+        if restore_at == Some(n) {
+            twin = match Checker::restore(v, &twin.snapshot()) {
+                Some(t) if input.canonical_graphs => t.with_canonical_graphs(),
+                Some(t) => t,
+                None => panic!("line {n}: a fresh snapshot was not restorable"),
+            };
+        }
+        let answer = twin.push_bytes(line).map_err(|r| r.code);
         let before = c.debug_state();
         let redelivery = accepted.contains(&line.as_slice());
-        match c.push_bytes(line) {
+        let pushed = c.push_bytes(line);
+        assert_eq!(
+            pushed.as_ref().map_err(|r| r.code).copied(),
+            answer,
+            "line {n}: a checker restored from a snapshot answers differently"
+        );
+        match pushed {
             Err(r) => assert_eq!(
                 c.debug_state(),
                 before,
@@ -292,6 +312,7 @@ fuzz_target!(|input: Input| {
                 if applied == Applied::Applied && is_authority(line) {
                     accepted.push(line);
                     let after = c.debug_state();
+                    let _ = twin.push_bytes(line);
                     match c.push_bytes(line) {
                         Ok(Applied::Applied) => {
                             panic!("line {n}: immediate redelivery applied again")
