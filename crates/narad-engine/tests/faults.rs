@@ -461,3 +461,32 @@ async fn a_hung_append_blocks_neither_other_sessions_nor_later_commands() {
         }
     }
 }
+
+/// The store side of the lost-answer case: the same batch again, side
+/// writes included, is a redelivery (before, a head conflict).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_with_side_writes_sent_again_is_a_redelivery() {
+    for backend in [Backend::Redb, Backend::Sqlite] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(backend, &path(dir.path(), backend)).await;
+        let line = br#"{"type":"run.started","protocolVersion":"narad/v1","eventId":"e1","timestamp":"2026-08-05T00:00:01Z","sessionId":"s","sessionSequence":1,"rootRunId":"r","runId":"r","sequence":1}"#;
+        let batch = narad_store::Batch {
+            session_id: "s".into(),
+            expected_head: 0,
+            events: vec![narad_store::StoredEvent::from_stored_bytes(line).unwrap()],
+            side: vec![narad_store::SideWrite {
+                space: narad_store::SideSpace::Interrupt,
+                key: "i1".into(),
+                expect: narad_store::Expect::Absent,
+                value: Some(bytes::Bytes::from_static(b"s")),
+            }],
+            watch: Vec::new(),
+        };
+        let first = store.append(batch.clone()).await.unwrap();
+        let again = store.append(batch).await.unwrap();
+        assert!(again.redelivered, "{backend:?}: {again:?}");
+        assert_eq!((again.head, again.positions), (first.head, first.positions));
+        assert_eq!(store.head("s").await.unwrap(), 1);
+        store.close().await.unwrap();
+    }
+}
