@@ -145,25 +145,29 @@ impl<S: Store + 'static> Engine<S> {
                 side,
                 watch: Vec::new(),
             };
+            // The journal already applied the events. Until the store answers,
+            // the slot holds nothing: a caller that gives up mid-append
+            // (drops this future) leaves the session to rehydrate from the
+            // store, not a journal ahead of it.
+            let mut held = slot.take();
             match self.append_resolving(batch).await {
                 Ok(done) => {
-                    j.appended(&events);
-                    j.head = done.head;
-                    if snapshot {
-                        j.snapshot_head = done.head;
+                    if let Some(j) = held.as_mut() {
+                        j.appended(&events);
+                        j.head = done.head;
+                        if snapshot {
+                            j.snapshot_head = done.head;
+                        }
                     }
+                    *slot = held;
                     Ok(Attempt::Done((out, events)))
                 }
                 Err(StoreError::HeadConflict { .. }) => {
                     // Another engine wrote first: reload and re-check.
-                    *slot = None;
                     self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
                     Ok(Attempt::Again)
                 }
-                Err(e) => {
-                    *slot = None;
-                    Err(e.into())
-                }
+                Err(e) => Err(e.into()),
             }
         })
     }

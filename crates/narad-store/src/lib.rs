@@ -522,6 +522,8 @@ pub trait Store: Send + Sync {
 
 pub mod bench;
 pub mod damage;
+#[cfg(feature = "test-suite")]
+pub mod fault;
 pub mod group;
 pub mod history;
 mod plan;

@@ -47,7 +47,8 @@ pub enum Plan<'a> {
 
 /// Decides a batch, in this order: redelivery of events and watch events
 /// (identical bytes report the stored position, other bytes are
-/// [`StoreError::EventConflict`]), the head guard, contiguity of all three
+/// [`StoreError::EventConflict`]; a batch whose events and watch events are
+/// all stored is a redelivery whole, side writes included), the head guard, contiguity of all three
 /// ordering domains, watch revisions increasing per workspace, side
 /// expectations. Nothing is decided by the backend, so every backend refuses
 /// exactly the same batches.
@@ -77,7 +78,13 @@ pub fn plan_batch<'a>(batch: &'a Batch, view: &mut impl View) -> Result<Plan<'a>
             None => fresh_watch.push(w),
         }
     }
-    let nothing_new = fresh.is_empty() && fresh_watch.is_empty() && batch.side.is_empty();
+    // A batch whose events are all stored is the same batch again (event
+    // ids are unique to it): its side writes committed with those events,
+    // so they are not decided again. Re-deciding them would answer a
+    // redelivery after a lost answer with a head or side conflict.
+    let nothing_new = fresh.is_empty()
+        && fresh_watch.is_empty()
+        && (batch.side.is_empty() || !batch.events.is_empty());
     if nothing_new && !(batch.events.is_empty() && batch.watch.is_empty()) {
         return Ok(Plan::Redelivered(Appended {
             head,
