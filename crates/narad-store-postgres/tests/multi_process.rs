@@ -165,7 +165,8 @@ async fn an_append_whose_connection_dies_is_applied_exactly_once_on_redelivery()
         tokio::spawn(async move { store.append(b).await })
     };
     let mut killed = 0;
-    for _ in 0..200 {
+    // Bounded wait (30 s): a loaded machine may take a while to reach the lock.
+    for _ in 0..1500 {
         let row = blocker
             .query_one(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
