@@ -65,10 +65,22 @@ fn refuse(c: &mut Checker, j: &mut J, run: &str, wf: Option<&str>, bytes: &[u8])
 #[test]
 fn a_workflow_runs_events_carry_its_workflow_fields_and_no_others() {
     let (mut c, mut j) = (Checker::default(), J::default());
-    accept(&mut c, &j.ev("workflow.started", None, Some("w2"), json!({})));
-    accept(&mut c, &j.ev("workflow.finished", None, Some("w2"), json!({})));
-    accept(&mut c, &j.ev("workflow.started", None, Some("w1"), json!({})));
-    accept(&mut c, &j.ev("run.started", Some("a"), Some("w1"), json!({})));
+    accept(
+        &mut c,
+        &j.ev("workflow.started", None, Some("w2"), json!({})),
+    );
+    accept(
+        &mut c,
+        &j.ev("workflow.finished", None, Some("w2"), json!({})),
+    );
+    accept(
+        &mut c,
+        &j.ev("workflow.started", None, Some("w1"), json!({})),
+    );
+    accept(
+        &mut c,
+        &j.ev("run.started", Some("a"), Some("w1"), json!({})),
+    );
     // Without the fields.
     let bad = j.ev("run.finished", Some("a"), None, json!({}));
     refuse(&mut c, &mut j, "a", None, &bad);
@@ -77,12 +89,21 @@ fn a_workflow_runs_events_carry_its_workflow_fields_and_no_others() {
     let bad = j.ev("run.finished", Some("a"), Some("w2"), json!({}));
     refuse(&mut c, &mut j, "a", Some("w2"), &bad);
     // The refusals changed nothing: the right event is accepted.
-    accept(&mut c, &j.ev("run.finished", Some("a"), Some("w1"), json!({})));
+    accept(
+        &mut c,
+        &j.ev("run.finished", Some("a"), Some("w1"), json!({})),
+    );
 
     // A run outside any workflow: its events claim none.
     let (mut c, mut j) = (Checker::default(), J::default());
-    accept(&mut c, &j.ev("workflow.started", None, Some("w1"), json!({})));
-    accept(&mut c, &j.ev("workflow.finished", None, Some("w1"), json!({})));
+    accept(
+        &mut c,
+        &j.ev("workflow.started", None, Some("w1"), json!({})),
+    );
+    accept(
+        &mut c,
+        &j.ev("workflow.finished", None, Some("w1"), json!({})),
+    );
     accept(&mut c, &j.ev("run.started", Some("b"), None, json!({})));
     let bad = j.ev("run.finished", Some("b"), Some("w1"), json!({}));
     refuse(&mut c, &mut j, "b", Some("w1"), &bad);

@@ -51,7 +51,8 @@ impl<S: Store + 'static> Engine<S> {
     /// `limit` index entries are looked at). Each owning session is loaded
     /// as any command loads it (from its snapshot when it has one), and
     /// only the journal holding an open interrupt is read for its request's
-    /// kind, title and expiry. Sessions `p` may not read are left out.
+    /// kind, title and expiry. Within a page they come grouped by session.
+    /// Sessions `p` may not read are left out.
     pub async fn open_interrupts(
         &self,
         p: &Principal,
