@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Regenerates the project's golden traces: for each rule, NAME.jsonl (must
 be accepted) and NAME.invalid.jsonl (must be rejected at the line and with
-the code listed in expected.tsv). Run from this folder: python3 generate.py"""
+the code listed in expected.tsv), and the rule table of ../NOTES.md. Run from
+this folder: python3 generate.py"""
 import json
 
 class J:
@@ -66,6 +67,14 @@ def wf_gap(j, bad):
     if bad: j.wseq["w"] += 1
     j.ev("workflow.finished", wf="w")
 case("workflow-sequence-gap", "4.2", "workflowSequence is contiguous per workflowId", "workflow_sequence_gap", wf_gap)
+
+def wf_run_fields(j, bad):
+    j.ev("workflow.started", wf="w")
+    j.ev("run.started", "a", wf="w")
+    j.ev("tool.call.started", "a", wf="w", toolCallId="t1", toolName="search", executor="backend", args={})
+    j.ev("tool.call.finished", "a", wf="w", toolCallId="t1", outcome="success", response=None)
+    j.ev("run.finished", "a", wf=None if bad else "w")
+case("workflow-run-event-without-workflow-fields", "4.2", "every event of a workflow-owned run carries its workflowId and workflowSequence", "run_workflow_mismatch", wf_run_fields)
 
 def twice_started(j, bad):
     j.ev("run.started", "r")
@@ -370,4 +379,17 @@ for name, (ok, bad, line, code, section, rule) in cases.items():
     open(f"{name}.invalid.jsonl", "w").write(bad.text())
     rows.append(f"{name}\t{line}\t{code}\t{section}\t{rule}\n")
 open("expected.tsv", "w").write("# trace\tline\tcode\tsection\trule\n" + "".join(rows))
-print(f"{len(cases)} rules, {2 * len(cases)} traces")
+
+# The rule table of ../NOTES.md ("Journal rules and their traces"): the same
+# rows, ordered by section (stable within one).
+header = ["| § | rule | code | traces |", "|---|---|---|---|"]
+table = [f"| {section} | {rule} | `{code}` | `{name}` |"
+         for name, (_, _, _, code, section, rule) in
+         sorted(cases.items(), key=lambda c: tuple(int(p) for p in c[1][4].split(".")))]
+notes = open("../NOTES.md").read().split("\n")
+start = notes.index(header[0])
+end = start + len(header)
+while end < len(notes) and notes[end].startswith("|"):
+    end += 1
+open("../NOTES.md", "w").write("\n".join(notes[:start] + header + table + notes[end:]))
+print(f"{len(cases)} rules, {2 * len(cases)} traces, NOTES.md rule table rewritten")

@@ -9,6 +9,7 @@
 mod bench_cmd;
 mod bench_files;
 mod import_cmd;
+mod ops_cmds;
 mod output;
 mod records;
 mod store_cmds;
@@ -88,6 +89,56 @@ enum Command {
         #[arg(long)]
         to: String,
     },
+    /// Open interrupts across sessions, one line each: session, interrupt
+    /// id, run or workflow, kind, title, actions and expiry.
+    ///
+    /// Example: `narad interrupts --store sqlite:narad.db --json`
+    Interrupts {
+        /// Store URL.
+        #[arg(long)]
+        store: String,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Resolves an open interrupt through the engine (checked and
+    /// authorized as `narad-cli`); the run or workflow resumes.
+    ///
+    /// Example: `narad resolve --store sqlite:narad.db interrupt-3f2a approve --reason "looks right"`
+    Resolve {
+        /// Store URL.
+        #[arg(long)]
+        store: String,
+        /// The interrupt, as `narad interrupts` lists it.
+        interrupt_id: String,
+        /// One of its actions.
+        decision: String,
+        /// Why (journaled with the resolution).
+        #[arg(long)]
+        reason: Option<String>,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stops a run (default: the session's active one) through the engine:
+    /// open tool calls, interrupts and pauses close, and each run of the
+    /// subtree ends with `run.cancelled`, in one batch.
+    ///
+    /// Example: `narad stop --store redb:narad.redb --session s-1 --run run-7`
+    Stop {
+        /// Store URL.
+        #[arg(long)]
+        store: String,
+        /// The session.
+        #[arg(long)]
+        session: String,
+        /// The run to stop (default: the active top-level run).
+        #[arg(long)]
+        run: Option<String>,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Benchmarks: durable appends, replay, engine commands (against a
     /// store), and streaming validate and import (on generated files).
     Bench {
@@ -150,6 +201,22 @@ async fn run(command: Command) -> store_cmds::Outcome {
             let (from, to) = (existing(from).await?, open(to).await?);
             store_cmds::migrate(&from, &to).await
         }
+        Command::Interrupts { store, json } => {
+            ops_cmds::interrupts(existing(store).await?, json).await
+        }
+        Command::Resolve {
+            store,
+            interrupt_id,
+            decision,
+            reason,
+            json,
+        } => ops_cmds::resolve(existing(store).await?, interrupt_id, decision, reason, json).await,
+        Command::Stop {
+            store,
+            session,
+            run,
+            json,
+        } => ops_cmds::stop(existing(store).await?, session, run, json).await,
         Command::Bench {
             which,
             store,

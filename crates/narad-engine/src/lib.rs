@@ -29,6 +29,7 @@ pub mod host;
 mod import;
 mod interrupts;
 mod journal;
+mod operator;
 mod outbox;
 mod reads;
 mod run_commands;
@@ -50,6 +51,7 @@ pub use host::{
     Action, AllowAll, Authorizer, Clock, IdSource, ManualClock, Principal, RandomIds,
     SequentialIds, SystemClock,
 };
+pub use operator::{InterruptPage, ListedInterrupt};
 pub use reads::{Attached, Capabilities};
 pub use subscribe::Follow;
 pub use watch::WatchFollow;

@@ -1149,6 +1149,15 @@ impl Session {
                     format!("run {run_id} belongs to another root journal"),
                 );
             }
+            // §4.2, §9.1: every event of a workflow-owned run carries that
+            // workflow's fields, and no other run's event claims one.
+            if run.workflow != env.workflow_id {
+                return fail(
+                    "run_workflow_mismatch",
+                    "4.2",
+                    format!("an event of run {run_id} must carry exactly its run's workflowId and workflowSequence"),
+                );
+            }
         }
         match &ev.payload {
             P::RunStarted { client_executor_id } => {
