@@ -30,6 +30,7 @@ mod import;
 mod interrupts;
 mod journal;
 mod outbox;
+mod queue;
 mod reads;
 mod run_commands;
 mod session_cache;
