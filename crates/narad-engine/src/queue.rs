@@ -11,8 +11,8 @@
 
 use bytes::Bytes;
 use narad_store::{Expect, SideSpace, SideWrite, Store, StoreError, StoredEvent};
-use serde_json::json;
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use crate::command_loop::strip_nulls;
 use crate::command_types::StartRun;

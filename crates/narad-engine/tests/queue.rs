@@ -222,8 +222,7 @@ async fn a_start_queued_while_another_engine_frees_the_slot_is_never_stranded() 
         let (qa, qs) = (Arc::clone(&a), sid.clone());
         let queuer = tokio::spawn(async move { qa.start_run(&me(), &qs, queued()).await });
         let (eb, es, ef) = (Arc::clone(&b), sid.clone(), first.clone());
-        let ender =
-            tokio::spawn(async move { eb.end_run(&me(), &es, &ef, finished()).await });
+        let ender = tokio::spawn(async move { eb.end_run(&me(), &es, &ef, finished()).await });
         let started = queuer.await.unwrap().unwrap();
         ender.await.unwrap().unwrap();
         let id = match &started {
