@@ -9,6 +9,7 @@
 mod bench_cmd;
 mod bench_files;
 mod import_cmd;
+mod migrate_cmd;
 mod output;
 mod records;
 mod store_cmds;
@@ -148,7 +149,7 @@ async fn run(command: Command) -> store_cmds::Outcome {
         Command::Verify { store } => store_cmds::verify(&store).await,
         Command::Migrate { from, to } => {
             let (from, to) = (existing(from).await?, open(to).await?);
-            store_cmds::migrate(&from, &to).await
+            migrate_cmd::migrate(&from, &to).await
         }
         Command::Bench {
             which,

@@ -535,6 +535,7 @@ pub mod damage;
 pub mod fault;
 pub mod group;
 pub mod history;
+pub mod migrate;
 pub mod plan;
 pub mod row;
 pub mod suite;
