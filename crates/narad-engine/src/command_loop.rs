@@ -159,7 +159,7 @@ impl<S: Store + 'static> Engine<S> {
             let frees = j.checker.slot(session_id).is_none() && (busy_before || drain);
             if frees {
                 // The batch that frees the slot starts the head of the queue.
-                let queue = match self.start_queued(j, &mut events, &now).await {
+                let queue = match self.start_queued(p, j, &mut events, &now).await {
                     Ok(q) => q,
                     Err(e) => {
                         *slot = None;

@@ -18,6 +18,7 @@ use crate::command_loop::strip_nulls;
 use crate::command_types::StartRun;
 use crate::engine::Engine;
 use crate::error::EngineError;
+use crate::host::Principal;
 use crate::journal::{At, Draft, Journal};
 
 /// The stored form of a queued start (versioned).
@@ -180,12 +181,27 @@ impl<S: Store + 'static> Engine<S> {
     /// When nothing starts and the batch appends events, it guards the
     /// queue's next key instead, so a start queued meanwhile makes this
     /// batch read again rather than wait behind a free slot.
+    ///
+    /// Every event of the batch is authorized for the principal that sends
+    /// it: when `p` may not append `run.started`, nothing is started and the
+    /// queue waits for a later pass ([`Engine::drain_queue`]).
     pub(crate) async fn start_queued(
         &self,
+        p: &Principal,
         j: &mut Journal,
         events: &mut Vec<StoredEvent>,
         now: &str,
     ) -> Result<Vec<SideWrite>, EngineError> {
+        if self
+            .authorize_writes(p, &j.session_id, ["run.started"])
+            .is_err()
+        {
+            tracing::warn!(
+                session_id = j.session_id.as_str(),
+                "the principal that freed the slot may not start runs; the queue waits"
+            );
+            return Ok(Vec::new());
+        }
         let queue = list(&*self.inner.store, &j.session_id).await?;
         let mut writes = Vec::new();
         for entry in &queue {

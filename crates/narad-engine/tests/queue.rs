@@ -235,3 +235,44 @@ async fn a_start_queued_while_another_engine_frees_the_slot_is_never_stranded() 
     }
     assert_eq!(queue_records(a.store()).await, 0);
 }
+
+/// Lets `ender` do anything but start runs.
+#[derive(Debug)]
+struct NoStartsForEnder;
+
+impl narad_engine::Authorizer for NoStartsForEnder {
+    fn allows(&self, p: &narad_engine::Principal, action: narad_engine::Action<'_>) -> bool {
+        !matches!(
+            action,
+            narad_engine::Action::Write {
+                event_type: "run.started",
+                ..
+            } if p.0 == "ender"
+        )
+    }
+}
+
+#[tokio::test]
+async fn a_principal_that_may_not_start_runs_frees_the_slot_and_the_queue_waits_for_a_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::with_host(
+        narad_store_redb::RedbStore::open(dir.path().join("engine.redb"))
+            .await
+            .unwrap(),
+        Arc::new(ManualClock::at_unix(1_780_000_000)),
+        Arc::new(RandomIds),
+        Arc::new(NoStartsForEnder),
+        EngineConfig::default(),
+    );
+    let sid = session(&e).await;
+    let first = running(run(&e, &sid, StartRun::default()).await);
+    let next = waiting(run(&e, &sid, queued()).await);
+    let ender = narad_engine::Principal::new("ender");
+    e.end_run(&ender, &sid, &first, finished()).await.unwrap();
+    // Its batch carried only what it may append.
+    assert_eq!(types(&e, &sid).await, ["run.started", "run.finished"]);
+    assert_eq!(queue_records(e.store()).await, 1);
+    e.drain_queue(&me(), &sid).await.unwrap();
+    assert_eq!(starts_of(&e, &sid, &next).await, 1);
+    assert_eq!(queue_records(e.store()).await, 0);
+}
