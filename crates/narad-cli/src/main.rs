@@ -9,6 +9,7 @@
 mod bench_cmd;
 mod bench_files;
 mod import_cmd;
+mod migrate_cmd;
 mod ops_cmds;
 mod output;
 mod records;
@@ -199,7 +200,7 @@ async fn run(command: Command) -> store_cmds::Outcome {
         Command::Verify { store } => store_cmds::verify(&store).await,
         Command::Migrate { from, to } => {
             let (from, to) = (existing(from).await?, open(to).await?);
-            store_cmds::migrate(&from, &to).await
+            migrate_cmd::migrate(&from, &to).await
         }
         Command::Interrupts { store, json } => {
             ops_cmds::interrupts(existing(store).await?, json).await

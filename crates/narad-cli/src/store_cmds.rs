@@ -1,14 +1,13 @@
-//! The store commands: sessions, show, export, verify, migrate.
+//! The store commands: sessions, show, export, verify (`migrate` is in
+//! `migrate_cmd.rs`).
 //! Each returns `Ok(exit code)` or a one-line error.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
-use crate::output::{self, out, Failure, OutputError};
+use crate::output::{out, Failure, OutputError};
 
 use narad_core::checker::{Checker, Run};
-use narad_store::{
-    row, Batch, Damage, Expect, SideSpace, SideWrite, Store, StoreError, StoredEvent,
-};
+use narad_store::{row, Damage, SideSpace, Store, StoreError, StoredEvent};
 use narad_stores::AnyStore;
 use serde_json::Value;
 
@@ -299,85 +298,4 @@ pub async fn verify(url: &str) -> Outcome {
         );
     }
     Ok(u8::from(bad > 0 || !kinds.is_empty()))
-}
-
-/// `narad migrate`: copies every session's journal and its host metadata
-/// and snapshot records; resumes where a previous run stopped.
-pub async fn migrate(from: &AnyStore, to: &AnyStore) -> Outcome {
-    let sessions = all_sessions(from).await?;
-    let tty = std::io::stderr().is_terminal();
-    let (mut copied, mut events) = (0u64, 0u64);
-    for (i, sid) in sessions.iter().enumerate() {
-        if tty {
-            output::error_text(format_args!("\r[{}/{}] {sid}\x1b[K", i + 1, sessions.len()));
-        }
-        let source = journal(from, sid, 0).await?;
-        let target_head = to.head(sid).await.map_err(err)?;
-        let done = journal(to, sid, 0).await?;
-        if done.len() as u64 != target_head
-            || done.iter().zip(&source).any(|(a, b)| a.bytes != b.bytes)
-            || done.len() > source.len()
-        {
-            return Err(format!(
-                "{sid}: the target already holds a different journal; nothing copied"
-            )
-            .into());
-        }
-        let mut head = target_head;
-        let rest = &source[done.len()..];
-        for chunk in rest.chunks(1000) {
-            let mut batch = Batch {
-                session_id: sid.clone(),
-                expected_head: head,
-                events: chunk.to_vec(),
-                ..Batch::default()
-            };
-            if head == 0 {
-                for space in [SideSpace::Session, SideSpace::Snapshot] {
-                    if let Some(v) = from.side(space, sid).await.map_err(err)? {
-                        batch.side.push(SideWrite {
-                            space,
-                            key: sid.clone(),
-                            expect: Expect::Any,
-                            value: Some(v),
-                        });
-                    }
-                }
-            }
-            head = to
-                .append(batch)
-                .await
-                .map_err(|e| format!("{sid}: {e}"))?
-                .head;
-        }
-        // A session with host metadata but no events yet.
-        if source.is_empty() {
-            if let Some(v) = from.side(SideSpace::Session, sid).await.map_err(err)? {
-                let batch = Batch {
-                    session_id: sid.clone(),
-                    expected_head: 0,
-                    side: vec![SideWrite {
-                        space: SideSpace::Session,
-                        key: sid.clone(),
-                        expect: Expect::Any,
-                        value: Some(v),
-                    }],
-                    ..Batch::default()
-                };
-                to.append(batch).await.map_err(|e| format!("{sid}: {e}"))?;
-            }
-        }
-        // Verify: same count, same bytes.
-        let copy = journal(to, sid, 0).await?;
-        if copy.len() != source.len() || copy.iter().zip(&source).any(|(a, b)| a.bytes != b.bytes) {
-            return Err(format!("{sid}: the copy differs from the source").into());
-        }
-        copied += 1;
-        events += rest.len() as u64;
-    }
-    if tty {
-        output::error_text(format_args!("\n"));
-    }
-    out!("{copied} sessions verified in the target ({events} events copied this run)");
-    Ok(0)
 }

@@ -60,6 +60,11 @@ fn import_export_show_verify_and_migrate_round_trip_exact_bytes() {
     let (code, out, _) = narad(&["migrate", "--from", &redb, "--to", &sqlite]);
     assert_eq!(code, 0);
     assert!(out.contains("(0 events copied this run)"), "{out}");
+    // Every side space and the watch streams are verified, not only journals.
+    assert!(out.contains("verified: sessions 1, events "), "{out}");
+    for space in narad_store::SideSpace::ALL {
+        assert!(out.contains(&format!(", {} ", space.name())), "{out}");
+    }
     let (_, a, _) = narad(&["export", "--all", "--store", &redb]);
     let (_, b, _) = narad(&["export", "--all", "--store", &sqlite]);
     assert_eq!(a, b);

@@ -13,6 +13,7 @@ use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::host::{timestamp, Principal};
 use crate::journal::{Draft, Journal};
+use crate::queue::{self, QueuedStart};
 
 pub(crate) fn side(space: SideSpace, key: &str, expect: Expect, value: Vec<u8>) -> SideWrite {
     SideWrite {
@@ -28,6 +29,11 @@ pub(crate) struct Plan<T> {
     pub(crate) drafts: Vec<Draft>,
     pub(crate) side: Vec<SideWrite>,
     pub(crate) out: T,
+    /// Queue this top-level start (durably) instead of appending anything.
+    pub(crate) enqueue: Option<QueuedStart>,
+    /// Start the head of the durable queue if the slot is free, even when
+    /// this command does not free it (a pass over a queue left waiting).
+    pub(crate) drain: bool,
 }
 
 impl<T> Plan<T> {
@@ -36,6 +42,8 @@ impl<T> Plan<T> {
             drafts,
             side: Vec::new(),
             out,
+            enqueue: None,
+            drain: false,
         }
     }
 }
@@ -60,7 +68,13 @@ impl<S: Store + 'static> Engine<S> {
                 return Ok(Attempt::Again);
             };
             let planned = plan(j);
-            let Plan { drafts, side, out } = match planned {
+            let Plan {
+                drafts,
+                side,
+                out,
+                enqueue,
+                drain,
+            } = match planned {
                 Ok(p) => p,
                 Err(e) => {
                     // Refused on what we hold: make sure it is current.
@@ -71,7 +85,15 @@ impl<S: Store + 'static> Engine<S> {
                     return Err(e);
                 }
             };
-            if drafts.is_empty() {
+            let mut side = side;
+            if let Some(start) = enqueue {
+                // Authorized now, by whoever queues it: the batch that later
+                // starts it is another principal's.
+                self.authorize_writes(p, session_id, ["run.started"])?;
+                let queue = queue::list(&*self.inner.store, session_id).await?;
+                side.push(queue::push(session_id, &queue, &start)?);
+            }
+            if drafts.is_empty() && !drain {
                 if side.is_empty() {
                     // A read: answer from the current journal, not a cache
                     // another engine has moved past.
@@ -82,6 +104,7 @@ impl<S: Store + 'static> Engine<S> {
                     return Ok(Attempt::Done((out, Vec::new())));
                 }
                 // Side records only, still guarded by the head the plan saw.
+                let on_queue = queue::touches(&side);
                 let batch = Batch {
                     session_id: session_id.to_owned(),
                     expected_head: j.head,
@@ -92,6 +115,11 @@ impl<S: Store + 'static> Engine<S> {
                     Ok(_) => return Ok(Attempt::Done((out, Vec::new()))),
                     Err(StoreError::HeadConflict { .. }) => {
                         *slot = None;
+                        self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
+                        return Ok(Attempt::Again);
+                    }
+                    Err(StoreError::SideConflict) if on_queue => {
+                        // Another engine queued at the same key: read again.
                         self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
                         return Ok(Attempt::Again);
                     }
@@ -109,8 +137,9 @@ impl<S: Store + 'static> Engine<S> {
                     });
                 }
             }
+            let busy_before = j.checker.slot(session_id).is_some();
             let now = timestamp(self.inner.clock.now());
-            let events = match j.apply(drafts, &*self.inner.ids, &now) {
+            let own = match j.apply(drafts, &*self.inner.ids, &now) {
                 Ok(evs) => evs,
                 Err((e, dirty)) => {
                     let head = j.head;
@@ -126,6 +155,22 @@ impl<S: Store + 'static> Engine<S> {
                     return Err(e);
                 }
             };
+            let mut events = own.clone();
+            let frees = j.checker.slot(session_id).is_none() && (busy_before || drain);
+            if frees {
+                // The batch that frees the slot starts the head of the queue.
+                let queue = match self.start_queued(p, j, &mut events, &now).await {
+                    Ok(q) => q,
+                    Err(e) => {
+                        *slot = None;
+                        return Err(e);
+                    }
+                };
+                side.extend(queue);
+            }
+            if events.is_empty() && side.is_empty() {
+                return Ok(Attempt::Done((out, own)));
+            }
             let mut side = side;
             let new_head = j.head + events.len() as u64;
             let every = self.inner.config.snapshot_every;
@@ -145,6 +190,7 @@ impl<S: Store + 'static> Engine<S> {
                 side,
                 watch: Vec::new(),
             };
+            let on_queue = queue::touches(&batch.side);
             // The journal already applied the events. Until the store answers,
             // the slot holds nothing: a caller that gives up mid-append
             // (drops this future) leaves the session to rehydrate from the
@@ -160,7 +206,13 @@ impl<S: Store + 'static> Engine<S> {
                         }
                     }
                     *slot = held;
-                    Ok(Attempt::Done((out, events)))
+                    Ok(Attempt::Done((out, own)))
+                }
+                Err(StoreError::SideConflict) if on_queue => {
+                    // The queue moved under us (another engine queued or
+                    // started): reload and decide again.
+                    self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
+                    Ok(Attempt::Again)
                 }
                 Err(StoreError::HeadConflict { .. }) => {
                     // Another engine wrote first: reload and re-check.

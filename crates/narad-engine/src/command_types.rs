@@ -36,8 +36,9 @@ pub struct StartRun {
 pub enum Started {
     /// `run.started` is durable.
     Running(String),
-    /// The slot is busy; the run starts when it frees (held in memory by
-    /// this engine: a restart forgets queued starts, never started runs).
+    /// The slot is busy; the run starts when it frees. The queued start is
+    /// a durable side record: it survives restarts and cache resets, and
+    /// the batch that frees the slot, in any engine, starts it once.
     Queued(String),
 }
 

@@ -2,7 +2,7 @@
 //! session's profiles, and the turning of drafted events into envelopes
 //! with every applicable sequence assigned.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 use narad_core::checker::{Applied, Checker};
 use narad_core::{Parsed, ProfileSet, Record, Validator, ValidatorConfig, PROTOCOL_VERSION};
@@ -11,7 +11,6 @@ use serde_json::{Map, Value};
 
 use crate::error::EngineError;
 use crate::snapshot::{self, Chain, Reject};
-use crate::StartRun;
 
 /// Which journal an event belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,8 +89,6 @@ pub(crate) struct Journal {
     pub validator: Validator,
     pub checker: Checker,
     pub head: u64,
-    /// Top-level starts waiting for the slot (§3.1), in arrival order.
-    pub queue: VecDeque<StartRun>,
     /// `expiresAt` of interrupts requested in this journal, by id.
     pub expiries: BTreeMap<String, std::time::SystemTime>,
     /// The head of the newest stored snapshot (0: none).
@@ -116,7 +113,6 @@ impl Journal {
             validator,
             checker: Checker::new(validator),
             head: 0,
-            queue: VecDeque::new(),
             expiries: BTreeMap::new(),
             snapshot_head: 0,
             from_snapshot: false,
@@ -300,6 +296,21 @@ impl Journal {
             root: run.root.clone(),
             workflow: run.workflow.clone(),
         })
+    }
+
+    /// [`Journal::apply`] for drafts that follow `pending` events already
+    /// applied to the checker but not appended yet (same batch).
+    pub fn apply_after(
+        &mut self,
+        pending: u64,
+        drafts: Vec<Draft>,
+        ids: &dyn crate::IdSource,
+        timestamp: &str,
+    ) -> Result<Vec<StoredEvent>, (EngineError, bool)> {
+        self.head += pending;
+        let out = self.apply(drafts, ids, timestamp);
+        self.head -= pending;
+        out
     }
 
     /// Gives each draft its envelope, parses it as the validator would, and

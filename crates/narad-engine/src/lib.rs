@@ -31,6 +31,7 @@ mod interrupts;
 mod journal;
 mod operator;
 mod outbox;
+mod queue;
 mod reads;
 mod run_commands;
 mod session_cache;

@@ -11,6 +11,7 @@ use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::host::Principal;
 use crate::journal::{At, Draft, Journal};
+use crate::queue::QueuedStart;
 
 impl<S: Store + 'static> Engine<S> {
     /// Starts a run: top-level (independent or in a workflow) or nested.
@@ -42,7 +43,9 @@ impl<S: Store + 'static> Engine<S> {
                 // one asked for, else its parent's.
                 let executor = start.client_executor_id.clone().or(inherited);
                 if start.parent_run_id.is_none() && start.queue_if_busy && slot_busy(j, &start) {
-                    return Ok(Plan::of(Vec::new(), false));
+                    let mut plan = Plan::of(Vec::new(), false);
+                    plan.enqueue = Some(QueuedStart::new(run_id.clone(), &start));
+                    return Ok(plan);
                 }
                 let body = json!({
                     "parentRunId": start.parent_run_id,
@@ -63,36 +66,20 @@ impl<S: Store + 'static> Engine<S> {
         if result.0 {
             return Ok(Started::Running(run_id));
         }
-        let cell = self.cell(session_id);
-        let mut slot = cell.lock().await;
-        if let Some(j) = slot.as_mut() {
-            j.queue.push_back(StartRun {
-                run_id: Some(run_id.clone()),
-                queue_if_busy: false,
-                ..start
-            });
-        }
         Ok(Started::Queued(run_id))
     }
 
-    /// Starts the next queued top-level run if the slot is free.
-    pub(crate) async fn drain_queue(
-        &self,
-        p: &Principal,
-        session_id: &str,
-    ) -> Result<(), EngineError> {
-        let next = {
-            let cell = self.cell(session_id);
-            let mut slot = cell.lock().await;
-            match slot.as_mut() {
-                Some(j) if j.checker.slot(session_id).is_none() => j.queue.pop_front(),
-                _ => None,
-            }
-        };
-        if let Some(start) = next {
-            Box::pin(self.start_run(p, session_id, start)).await?;
-        }
-        Ok(())
+    /// Starts the head of the session's durable queue if the slot is free.
+    /// The batch that frees the slot does this itself; this pass is for a
+    /// queue left waiting behind a free slot (e.g. freed by an import).
+    pub async fn drain_queue(&self, p: &Principal, session_id: &str) -> Result<(), EngineError> {
+        self.command(p, session_id, |j| {
+            let mut plan = Plan::of(Vec::new(), ());
+            plan.drain = j.checker.slot(&j.session_id).is_none();
+            Ok(plan)
+        })
+        .await
+        .map(|_| ())
     }
 
     /// Starts a tool call on a running run; returns its `toolCallId`.
@@ -203,8 +190,8 @@ impl<S: Store + 'static> Engine<S> {
                 (),
             ))
         })
-        .await?;
-        self.drain_queue(p, session_id).await
+        .await
+        .map(|_| ())
     }
 }
 

@@ -28,10 +28,8 @@ impl<S: Store + 'static> Engine<S> {
             let idle: Vec<String> = cells
                 .iter()
                 .filter(|(_, c)| {
-                    // Idle (only the map holds it) and no queued start to lose.
-                    Arc::strong_count(c) == 1
-                        && c.try_lock()
-                            .is_ok_and(|j| j.as_ref().is_none_or(|j| j.queue.is_empty()))
+                    // Idle: only the map holds it (queued starts are durable).
+                    Arc::strong_count(c) == 1 && c.try_lock().is_ok()
                 })
                 .map(|(k, _)| k.clone())
                 .take(cells.len() + 1 - self.inner.config.cached_sessions)

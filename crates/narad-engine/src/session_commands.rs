@@ -104,14 +104,6 @@ impl<S: Store + 'static> Engine<S> {
                 Ok(Plan::of(vec![Draft::new(info.name, at, body.clone())], ()))
             })
             .await?;
-        let ended = event_type.starts_with("workflow.")
-            && matches!(
-                event_type,
-                "workflow.finished" | "workflow.error" | "workflow.cancelled"
-            );
-        if ended {
-            self.drain_queue(p, session_id).await?;
-        }
         events
             .pop()
             .ok_or_else(|| EngineError::InvalidCommand("nothing appended".into()))

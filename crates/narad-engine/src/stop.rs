@@ -48,7 +48,6 @@ impl<S: Store + 'static> Engine<S> {
                 Ok(Plan::of(drafts, target))
             })
             .await?;
-        self.drain_queue(p, session_id).await?;
         Ok(target)
     }
 }

@@ -26,7 +26,7 @@
 //! # Ok(()) }
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,8 +35,9 @@ use bytes::Bytes;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use narad_store::group::Announcer;
 use narad_store::{
-    plan_batch, row, Appended, Batch, Damage, Expect, Page, Plan, Scope, SideSpace, SideWrite,
-    Store, StoreError, StoredEvent, StoredWatch, Subscription, View, WatchPage, WatchWrite,
+    plan_batch, row, Appended, Batch, Damage, Expect, Page, Plan, Reads, Scope, ScopeKey,
+    SideSpace, SideWrite, Store, StoreError, StoredEvent, StoredWatch, Subscription, View,
+    WatchPage, WatchWrite,
 };
 use tokio_postgres::{NoTls, Row};
 
@@ -320,7 +321,7 @@ async fn migrate(pool: &Pool, schema: &str) -> Result<(), StoreError> {
 struct Read {
     head: u64,
     events: BTreeMap<String, (u64, Vec<u8>)>,
-    scope_heads: BTreeMap<(u8, String), u64>,
+    scope_heads: BTreeMap<(ScopeKey, String), u64>,
     side: BTreeMap<(i32, String), Vec<u8>>,
     watch: BTreeMap<(String, String), Vec<u8>>,
     watch_heads: BTreeMap<String, u64>,
@@ -337,10 +338,9 @@ impl View for Read {
             .map(|(seq, b)| (*seq, b.as_slice() == ev.bytes.as_ref())))
     }
     fn scope_head(&mut self, _: &str, scope: Scope, id: &str) -> Result<u64, StoreError> {
-        let tag = u8::from(scope == Scope::Workflow);
         Ok(self
             .scope_heads
-            .get(&(tag, id.to_owned()))
+            .get(&(scope.into(), id.to_owned()))
             .copied()
             .unwrap_or(0))
     }
@@ -367,6 +367,8 @@ impl PostgresStore {
         let tx = c.transaction().await.map_err(backend)?;
         let sid = batch.session_id.as_str();
         let workspace_only = sid.is_empty() && batch.events.is_empty();
+        // Exactly the reads plan_batch declares for this batch.
+        let reads = Reads::of(batch);
         let mut read = Read::default();
         if !workspace_only {
             // One round trip: create-or-lock the head row and read it.
@@ -383,7 +385,7 @@ impl PostgresStore {
                 .await
                 .map_err(backend)?;
             read.head = uint(col(&row, 0)?)?;
-            let ids: Vec<&str> = batch.events.iter().map(|e| e.event_id.as_str()).collect();
+            let ids: Vec<&str> = reads.events.iter().copied().collect();
             for row in tx
                 .query(
                     &tx.prepare_cached(&self.sql("SELECT event_id, seq, bytes FROM {s}.events WHERE session = $1 AND event_id = ANY($2)")).await.map_err(backend)?,
@@ -395,17 +397,8 @@ impl PostgresStore {
                 read.events
                     .insert(col(&row, 0)?, (uint(col(&row, 1)?)?, col(&row, 2)?));
             }
-            let mut scopes = BTreeSet::new();
-            for ev in &batch.events {
-                if let Some((r, _)) = &ev.position.run {
-                    scopes.insert((0u8, r.clone()));
-                }
-                if let Some((w, _)) = &ev.position.workflow {
-                    scopes.insert((1u8, w.clone()));
-                }
-            }
-            for (tag, id) in scopes {
-                let q = if tag == 0 {
+            for &(tag, id) in &reads.scopes {
+                let q = if tag == ScopeKey::Run {
                     "SELECT COALESCE(MAX(rseq), 0) FROM {s}.events WHERE session = $1 AND root = $2"
                 } else {
                     "SELECT COALESCE(MAX(wseq), 0) FROM {s}.events WHERE session = $1 AND wf = $2"
@@ -417,29 +410,24 @@ impl PostgresStore {
                     )
                     .await
                     .map_err(backend)?;
-                read.scope_heads.insert((tag, id), uint(col(&row, 0)?)?);
+                read.scope_heads
+                    .insert((tag, id.to_owned()), uint(col(&row, 0)?)?);
             }
         }
-        for w in &batch.side {
+        for &(sp, key) in &reads.side {
             let row = tx
                 .query_opt(
                     &self
                         .sql("SELECT value FROM {s}.side WHERE space = $1 AND key = $2 FOR UPDATE"),
-                    &[&space(w.space), &w.key],
+                    &[&space(sp), &key],
                 )
                 .await
                 .map_err(backend)?;
             if let Some(r) = row {
-                read.side
-                    .insert((space(w.space), w.key.clone()), col(&r, 0)?);
+                read.side.insert((space(sp), key.to_owned()), col(&r, 0)?);
             }
         }
-        let workspaces: BTreeSet<&str> = batch
-            .watch
-            .iter()
-            .map(|w| w.workspace_id.as_str())
-            .collect();
-        for ws in workspaces {
+        for &ws in &reads.watch_heads {
             tx.execute(
                 &tx.prepare_cached(&self.sql("INSERT INTO {s}.watch_heads (workspace, revision) VALUES ($1, 0) ON CONFLICT DO NOTHING")).await.map_err(backend)?,
                 &[&ws],
@@ -459,7 +447,7 @@ impl PostgresStore {
                 .map_err(backend)?;
             read.watch_heads.insert(ws.to_owned(), uint(col(&row, 0)?)?);
         }
-        for w in &batch.watch {
+        for &(ws, event_id) in &reads.watch {
             let row = tx
                 .query_opt(
                     &tx.prepare_cached(
@@ -469,15 +457,13 @@ impl PostgresStore {
                     )
                     .await
                     .map_err(backend)?,
-                    &[&w.workspace_id, &w.event.event_id],
+                    &[&ws, &event_id],
                 )
                 .await
                 .map_err(backend)?;
             if let Some(r) = row {
-                read.watch.insert(
-                    (w.workspace_id.clone(), w.event.event_id.clone()),
-                    col(&r, 0)?,
-                );
+                read.watch
+                    .insert((ws.to_owned(), event_id.to_owned()), col(&r, 0)?);
             }
         }
         let (fresh, fresh_watch, appended) = match plan_batch(batch, &mut read)? {

@@ -380,6 +380,14 @@ pub enum StoreError {
         /// The store's file, when the backend has one.
         path: Option<String>,
     },
+    /// A backend was asked, while deciding a batch, for a read the batch
+    /// does not declare ([`plan::Reads`]): a bug in the batch rules, never
+    /// answered with a guess.
+    #[error("batch rules read {what}, which the batch does not declare")]
+    UndeclaredRead {
+        /// Which kind of read.
+        what: &'static str,
+    },
     /// An existing store was asked for and there is none (read commands
     /// never create a store).
     #[error("no store at {path}")]
@@ -403,6 +411,7 @@ impl StoreError {
             Self::NewerSchema { .. } => "newer_schema",
             Self::Backend(_) => "backend",
             Self::Corrupt { .. } => "corrupt",
+            Self::UndeclaredRead { .. } => "undeclared_read",
             Self::NotFound { .. } => "not_found",
         }
     }
@@ -526,12 +535,13 @@ pub mod damage;
 pub mod fault;
 pub mod group;
 pub mod history;
-mod plan;
+pub mod migrate;
+pub mod plan;
 pub mod row;
 pub mod suite;
 pub mod suite_listing;
 
 pub use group::{Commit, Notice, Subscription};
 pub use history::HistoryQuery;
-pub use plan::{plan_batch, Plan, View};
+pub use plan::{plan_batch, Plan, Reads, ScopeKey, View};
 pub use row::Damage;

@@ -1,8 +1,133 @@
 //! The batch rules every backend applies inside its write transaction.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::{Appended, Batch, Expect, Scope, SideWrite, StoreError, StoredEvent, WatchWrite};
+use crate::{
+    Appended, Batch, Expect, Scope, SideSpace, SideWrite, StoreError, StoredEvent, WatchWrite,
+};
+
+/// Every read [`plan_batch`] may make for a batch, computed from the batch
+/// alone. A backend that answers from what it read ahead (PostgreSQL reads
+/// everything in a few round trips before deciding) reads exactly these;
+/// [`plan_batch`] refuses any other read with [`StoreError::UndeclaredRead`],
+/// so a read added to it later cannot get a silent `0`/`None` on one
+/// backend only.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Reads<'a> {
+    /// The session whose head is read (empty for a workspace-only batch).
+    pub session: &'a str,
+    /// Event ids of the session looked up for redelivery.
+    pub events: BTreeSet<&'a str>,
+    /// Run trees (`Scope::Run`, by `rootRunId`) and workflows whose last
+    /// position is read.
+    pub scopes: BTreeSet<(ScopeKey, &'a str)>,
+    /// Side records whose current value is read.
+    pub side: BTreeSet<(SideSpace, &'a str)>,
+    /// `(workspaceId, eventId)` of watch events looked up for redelivery.
+    pub watch: BTreeSet<(&'a str, &'a str)>,
+    /// Workspaces whose newest revision is read.
+    pub watch_heads: BTreeSet<&'a str>,
+}
+
+/// [`Scope`] as an ordered key of [`Reads::scopes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ScopeKey {
+    /// A run tree.
+    Run,
+    /// A workflow.
+    Workflow,
+}
+
+impl From<Scope> for ScopeKey {
+    fn from(s: Scope) -> Self {
+        match s {
+            Scope::Run => Self::Run,
+            Scope::Workflow => Self::Workflow,
+        }
+    }
+}
+
+impl<'a> Reads<'a> {
+    /// The reads [`plan_batch`] may make for `batch`.
+    pub fn of(batch: &'a Batch) -> Self {
+        let mut r = Self {
+            session: &batch.session_id,
+            ..Self::default()
+        };
+        for ev in &batch.events {
+            r.events.insert(&ev.event_id);
+            if let Some((root, _)) = &ev.position.run {
+                r.scopes.insert((ScopeKey::Run, root));
+            }
+            if let Some((wf, _)) = &ev.position.workflow {
+                r.scopes.insert((ScopeKey::Workflow, wf));
+            }
+        }
+        for w in &batch.side {
+            r.side.insert((w.space, &w.key));
+        }
+        for w in &batch.watch {
+            r.watch.insert((&w.workspace_id, &w.event.event_id));
+            r.watch_heads.insert(&w.workspace_id);
+        }
+        r
+    }
+}
+
+/// A [`View`] that serves only the declared [`Reads`].
+struct Declared<'r, 'a, V> {
+    reads: &'r Reads<'a>,
+    view: &'r mut V,
+}
+
+fn undeclared(what: &'static str) -> StoreError {
+    StoreError::UndeclaredRead { what }
+}
+
+impl<V: View> View for Declared<'_, '_, V> {
+    fn head(&mut self, session_id: &str) -> Result<u64, StoreError> {
+        if session_id != self.reads.session {
+            return Err(undeclared("head"));
+        }
+        self.view.head(session_id)
+    }
+    fn event(
+        &mut self,
+        session_id: &str,
+        event: &StoredEvent,
+    ) -> Result<Option<(u64, bool)>, StoreError> {
+        if session_id != self.reads.session || !self.reads.events.contains(event.event_id.as_str())
+        {
+            return Err(undeclared("event"));
+        }
+        self.view.event(session_id, event)
+    }
+    fn scope_head(&mut self, session_id: &str, scope: Scope, id: &str) -> Result<u64, StoreError> {
+        if session_id != self.reads.session || !self.reads.scopes.contains(&(scope.into(), id)) {
+            return Err(undeclared("scope_head"));
+        }
+        self.view.scope_head(session_id, scope, id)
+    }
+    fn side(&mut self, write: &SideWrite) -> Result<Option<Vec<u8>>, StoreError> {
+        if !self.reads.side.contains(&(write.space, write.key.as_str())) {
+            return Err(undeclared("side"));
+        }
+        self.view.side(write)
+    }
+    fn watch(&mut self, write: &WatchWrite) -> Result<Option<bool>, StoreError> {
+        let key = (write.workspace_id.as_str(), write.event.event_id.as_str());
+        if !self.reads.watch.contains(&key) {
+            return Err(undeclared("watch"));
+        }
+        self.view.watch(write)
+    }
+    fn watch_head(&mut self, workspace_id: &str) -> Result<u64, StoreError> {
+        if !self.reads.watch_heads.contains(workspace_id) {
+            return Err(undeclared("watch_head"));
+        }
+        self.view.watch_head(workspace_id)
+    }
+}
 
 /// What a backend can read inside its write transaction; [`plan_batch`]
 /// decides everything else. Reads see the transaction's own earlier writes
@@ -55,7 +180,21 @@ pub enum Plan<'a> {
 ///
 /// A batch with no events and an empty `session_id` is a workspace-only
 /// batch: it carries watch (and side) writes and has no head to guard.
+///
+/// Every read goes through the batch's declared [`Reads`]; any other read
+/// is [`StoreError::UndeclaredRead`].
 pub fn plan_batch<'a>(batch: &'a Batch, view: &mut impl View) -> Result<Plan<'a>, StoreError> {
+    let reads = Reads::of(batch);
+    decide(
+        batch,
+        &mut Declared {
+            reads: &reads,
+            view,
+        },
+    )
+}
+
+fn decide<'a>(batch: &'a Batch, view: &mut impl View) -> Result<Plan<'a>, StoreError> {
     let sid = batch.session_id.as_str();
     let head = view.head(sid)?;
     let mut positions = Vec::with_capacity(batch.events.len());
@@ -177,5 +316,90 @@ fn expectation_holds(expect: &Expect, current: Option<&[u8]>) -> bool {
         (Expect::Absent, c) => c.is_none(),
         (Expect::Equals(b), Some(c)) => c == b.as_ref(),
         (Expect::Equals(_), None) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Answers every read with "nothing stored".
+    struct Empty;
+
+    impl View for Empty {
+        fn head(&mut self, _: &str) -> Result<u64, StoreError> {
+            Ok(0)
+        }
+        fn event(&mut self, _: &str, _: &StoredEvent) -> Result<Option<(u64, bool)>, StoreError> {
+            Ok(None)
+        }
+        fn scope_head(&mut self, _: &str, _: Scope, _: &str) -> Result<u64, StoreError> {
+            Ok(0)
+        }
+        fn side(&mut self, _: &SideWrite) -> Result<Option<Vec<u8>>, StoreError> {
+            Ok(None)
+        }
+        fn watch(&mut self, _: &WatchWrite) -> Result<Option<bool>, StoreError> {
+            Ok(None)
+        }
+        fn watch_head(&mut self, _: &str) -> Result<u64, StoreError> {
+            Ok(0)
+        }
+    }
+
+    fn side(key: &str) -> SideWrite {
+        SideWrite {
+            space: SideSpace::Queue,
+            key: key.into(),
+            expect: Expect::Absent,
+            value: None,
+        }
+    }
+
+    #[test]
+    fn a_read_the_batch_does_not_declare_is_a_typed_error() {
+        let batch = Batch {
+            session_id: "s".into(),
+            side: vec![side("s/1")],
+            ..Batch::default()
+        };
+        let reads = Reads::of(&batch);
+        let mut empty = Empty;
+        let mut view = Declared {
+            reads: &reads,
+            view: &mut empty,
+        };
+        assert_eq!(view.side(&side("s/1")), Ok(None));
+        assert_eq!(view.head("s"), Ok(0));
+        let refused = [
+            view.side(&side("s/2")).map(|_| ()),
+            view.head("other").map(|_| ()),
+            view.scope_head("s", Scope::Run, "r").map(|_| ()),
+            view.watch_head("w").map(|_| ()),
+        ];
+        for r in refused {
+            let e = r.err();
+            assert!(
+                matches!(e, Some(StoreError::UndeclaredRead { .. })),
+                "{e:?}"
+            );
+            assert_eq!(e.map(|e| e.code()), Some("undeclared_read"));
+        }
+    }
+
+    #[test]
+    fn plan_batch_reads_only_what_the_batch_declares() {
+        let batch = Batch {
+            session_id: "s".into(),
+            side: vec![side("s/1"), side("s/2")],
+            ..Batch::default()
+        };
+        assert!(matches!(
+            plan_batch(&batch, &mut Empty),
+            Ok(Plan::Write { .. })
+        ));
+        let reads = Reads::of(&batch);
+        assert_eq!(reads.side.len(), 2);
+        assert_eq!(reads.session, "s");
     }
 }

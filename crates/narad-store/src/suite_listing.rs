@@ -119,3 +119,68 @@ where
     );
     assert_eq!(s.list_workspaces(None, 1).await.unwrap(), vec!["ws-a"]);
 }
+
+/// Suite case `every_space_migrates_to_another_store`: a store holding
+/// journals, a record in every side space and two watch streams is copied
+/// by [`crate::migrate::copy_all`] to another store of the same backend;
+/// [`crate::migrate::compare`] finds them equal in every part, a repeat
+/// copies nothing, and the copy continues: the next event, the next watch
+/// revision, and a conditional write on each migrated record's exact bytes.
+pub async fn every_space_migrates_to_another_store<S, F, Fut>(dir: &Path, open: F)
+where
+    S: Store + 'static,
+    F: Fn(PathBuf) -> Fut,
+    Fut: Future<Output = Result<S, StoreError>>,
+{
+    use crate::migrate::{compare, copy_all, MigrateError};
+    let from = open(dir.join("source")).await.unwrap();
+    let mut b = batch("s", 0, vec![event("s", 1, "a"), event("s", 2, "a")]);
+    for space in SideSpace::ALL {
+        b.side
+            .push(put(space, &format!("k-{}", space.name()), space.name()));
+    }
+    b.watch.push(watch_in("ws-a", "w1", 1, "s"));
+    from.append(b).await.unwrap();
+    let mut b = batch("t", 0, vec![event("t", 1, "a")]);
+    b.watch.push(watch_in("ws-b", "w2", 5, "t"));
+    from.append(b).await.unwrap();
+
+    let to = open(dir.join("target")).await.unwrap();
+    let copied = copy_all(&from, &to, |_, _, _| {}).await.unwrap();
+    assert_eq!((copied.sessions, copied.events), (2, 3));
+    let tally = compare(&from, &to).await.unwrap();
+    for space in SideSpace::ALL {
+        assert_eq!(tally.side.get(&space), Some(&1), "{}", space.name());
+    }
+    assert_eq!((tally.workspaces, tally.watch_events), (2, 2));
+    assert_eq!(copy_all(&from, &to, |_, _, _| {}).await.unwrap().events, 0);
+    compare(&from, &to).await.unwrap();
+
+    // The copy continues where the source stood.
+    let mut b = batch("s", 2, vec![event("s", 3, "a")]);
+    for space in SideSpace::ALL {
+        b.side.push(SideWrite {
+            space,
+            key: format!("k-{}", space.name()),
+            expect: Expect::Equals(Bytes::copy_from_slice(space.name().as_bytes())),
+            value: None,
+        });
+    }
+    b.watch.push(watch_in("ws-a", "w3", 2, "s"));
+    assert_eq!(to.append(b).await.unwrap().head, 3);
+    // Now they differ, and the comparison names where.
+    assert!(matches!(
+        compare(&from, &to).await,
+        Err(MigrateError::CopyDiffers { .. })
+    ));
+    // A target holding another journal for a session is refused.
+    let other = open(dir.join("other")).await.unwrap();
+    other
+        .append(batch("s", 0, vec![event("s", 1, "b")]))
+        .await
+        .unwrap();
+    assert!(matches!(
+        copy_all(&from, &other, |_, _, _| {}).await,
+        Err(MigrateError::TargetDiffers { .. })
+    ));
+}
