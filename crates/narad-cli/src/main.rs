@@ -12,6 +12,7 @@ mod import_cmd;
 mod output;
 mod records;
 mod store_cmds;
+mod tick_cmd;
 mod validate;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -88,6 +89,17 @@ enum Command {
         #[arg(long)]
         to: String,
     },
+    /// Fires every timer due now (interrupt expiry, client token and lease
+    /// expiry, automatic resume) in every session, then exits: one line
+    /// per fired timer and a summary. Exit 1 if a due timer was refused.
+    Tick {
+        /// Store URL.
+        #[arg(long)]
+        store: String,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
     /// Benchmarks: durable appends, replay, engine commands (against a
     /// store), and streaming validate and import (on generated files).
     Bench {
@@ -146,6 +158,7 @@ async fn run(command: Command) -> store_cmds::Outcome {
         } => store_cmds::export(&existing(store).await?, session.as_deref(), after, all).await,
         Command::Import { store, files } => import_cmd::import(open(store).await?, &files).await,
         Command::Verify { store } => store_cmds::verify(&store).await,
+        Command::Tick { store, json } => tick_cmd::tick(existing(store).await?, json).await,
         Command::Migrate { from, to } => {
             let (from, to) = (existing(from).await?, open(to).await?);
             store_cmds::migrate(&from, &to).await
