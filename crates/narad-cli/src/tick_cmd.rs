@@ -30,7 +30,11 @@ pub async fn tick(store: AnyStore, json: bool) -> Outcome {
 fn print(report: &TimerReport, json: bool) -> Outcome {
     for f in &report.fired {
         let due = narad_engine::host::timestamp(f.due);
-        let session = if f.session_id.is_empty() { "-" } else { &f.session_id };
+        let session = if f.session_id.is_empty() {
+            "-"
+        } else {
+            &f.session_id
+        };
         if json {
             let line = json!({"fired": f.kind.name(), "sessionId": f.session_id, "id": f.id,
                               "due": due, "events": f.event_types});

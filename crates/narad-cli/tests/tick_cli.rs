@@ -31,7 +31,10 @@ fn tick(url: &str, json: bool) -> (i32, String) {
 /// An interrupt that expired a minute ago (requested two minutes ago, on
 /// a clock set back), and a pause whose `retryAt` is an hour ahead.
 async fn store_with_timers(path: &std::path::Path) -> (String, String) {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     let e = Engine::with_host(
         SqliteStore::open(path).await.unwrap(),
         Arc::new(ManualClock::at_unix(now - 120)),
@@ -80,13 +83,19 @@ fn tick_fires_what_is_due_once_and_exits() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 2, "{out}");
     let fields: Vec<&str> = lines[0].split('\t').collect();
-    assert_eq!(&fields[..4], ["fired", "interrupt", sid.as_str(), iid.as_str()]);
+    assert_eq!(
+        &fields[..4],
+        ["fired", "interrupt", sid.as_str(), iid.as_str()]
+    );
     assert_eq!(lines[1], "1 fired, 0 dropped, 0 refused");
 
     // Nothing is due any more; the pause an hour ahead stays.
     let (code, out) = tick(&url, true);
     assert_eq!(code, 0, "{out}");
-    let objs: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let objs: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(objs.len(), 1, "{out}");
     assert_eq!(objs[0]["summary"]["fired"], 0);
 
@@ -98,11 +107,18 @@ fn tick_fires_what_is_due_once_and_exits() {
         .iter()
         .map(|e| {
             let v: Value = serde_json::from_slice(&e.bytes).unwrap();
-            format!("{}:{}", v["type"].as_str().unwrap(), v["decision"].as_str().unwrap_or(""))
+            format!(
+                "{}:{}",
+                v["type"].as_str().unwrap(),
+                v["decision"].as_str().unwrap_or("")
+            )
         })
         .collect();
     assert_eq!(
-        types.iter().filter(|t| *t == "interrupt.resolved:expired").count(),
+        types
+            .iter()
+            .filter(|t| *t == "interrupt.resolved:expired")
+            .count(),
         1,
         "{types:?}"
     );

@@ -277,8 +277,7 @@ impl Journal {
                 if let (Some(wait), Some(run), Some(at)) =
                     (text("waitId"), text("runId"), time("retryAt"))
                 {
-                    self.retries
-                        .insert(wait.to_owned(), (run.to_owned(), at));
+                    self.retries.insert(wait.to_owned(), (run.to_owned(), at));
                 }
             }
             _ => {}

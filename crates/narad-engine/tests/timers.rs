@@ -107,18 +107,29 @@ fn interrupt(run: &str, expires: std::time::SystemTime) -> Interrupt {
 
 /// Sets up one deadline of `kind` in a fresh session; answers the session
 /// and how long until the deadline.
-async fn set_deadline<S: Store + 'static>(e: &Engine<S>, clock: &ManualClock, kind: TimerKind) -> String {
-    let sid = e.create_session(&me(), NewSession::default()).await.unwrap();
+async fn set_deadline<S: Store + 'static>(
+    e: &Engine<S>,
+    clock: &ManualClock,
+    kind: TimerKind,
+) -> String {
+    let sid = e
+        .create_session(&me(), NewSession::default())
+        .await
+        .unwrap();
     match kind {
         TimerKind::Interrupt => {
             let r = run(e, &sid, None).await;
             let at = clock.now() + Duration::from_secs(60);
-            e.request_interrupt(&me(), &sid, interrupt(&r, at)).await.unwrap();
+            e.request_interrupt(&me(), &sid, interrupt(&r, at))
+                .await
+                .unwrap();
         }
         TimerKind::Resume => {
             let r = run(e, &sid, None).await;
             let at = clock.now() + Duration::from_secs(60);
-            e.pause_run_until(&me(), &sid, &r, "rate_limited", at).await.unwrap();
+            e.pause_run_until(&me(), &sid, &r, "rate_limited", at)
+                .await
+                .unwrap();
         }
         TimerKind::Token | TimerKind::Lease => {
             e.attach_client(&me(), "desktop-1").await.unwrap();
@@ -155,7 +166,12 @@ async fn fires_once_after_restart<S: Store + 'static>(open: Open<S>, kind: Timer
     let fired = match kind {
         TimerKind::Interrupt => count(&evs, "interrupt.resolved", "decision", "expired"),
         TimerKind::Resume => count(&evs, "run.resumed", "type", "run.resumed"),
-        TimerKind::Token => count(&evs, "tool.call.finished", "code", "client_execution_expired"),
+        TimerKind::Token => count(
+            &evs,
+            "tool.call.finished",
+            "code",
+            "client_execution_expired",
+        ),
         TimerKind::Lease => count(&evs, "run.paused", "reason", "client_executor_unavailable"),
     };
     assert_eq!(fired, 1, "{kind:?}: {evs:#?}");
@@ -194,10 +210,18 @@ restart_tests! {
 async fn expire_due_sees_sessions_not_in_memory() {
     let dir = tempfile::tempdir().unwrap();
     let sid = {
-        let (e, clock) = engine(redb(dir.path().to_owned()).await, Duration::ZERO, TimerKind::Interrupt);
+        let (e, clock) = engine(
+            redb(dir.path().to_owned()).await,
+            Duration::ZERO,
+            TimerKind::Interrupt,
+        );
         set_deadline(&e, &clock, TimerKind::Interrupt).await
     };
-    let (e, _) = engine(redb(dir.path().to_owned()).await, Duration::from_secs(61), TimerKind::Interrupt);
+    let (e, _) = engine(
+        redb(dir.path().to_owned()).await,
+        Duration::from_secs(61),
+        TimerKind::Interrupt,
+    );
     assert_eq!(e.cached_sessions(), 0);
     assert_eq!(e.expire_due(&me()).await.unwrap().len(), 1);
     let evs = events(&e, &sid).await;
@@ -209,11 +233,21 @@ async fn expire_due_sees_sessions_not_in_memory() {
 #[tokio::test]
 async fn clearing_events_remove_their_timers() {
     let dir = tempfile::tempdir().unwrap();
-    let (e, clock) = engine(sqlite(dir.path().to_owned()).await, Duration::ZERO, TimerKind::Interrupt);
-    let sid = e.create_session(&me(), NewSession::default()).await.unwrap();
+    let (e, clock) = engine(
+        sqlite(dir.path().to_owned()).await,
+        Duration::ZERO,
+        TimerKind::Interrupt,
+    );
+    let sid = e
+        .create_session(&me(), NewSession::default())
+        .await
+        .unwrap();
     let r = run(&e, &sid, None).await;
     let at = clock.now() + Duration::from_secs(60);
-    let (iid, _) = e.request_interrupt(&me(), &sid, interrupt(&r, at)).await.unwrap();
+    let (iid, _) = e
+        .request_interrupt(&me(), &sid, interrupt(&r, at))
+        .await
+        .unwrap();
     assert_eq!(timers(&e).await.len(), 1);
     e.resolve_interrupt(
         &me(),
@@ -228,7 +262,10 @@ async fn clearing_events_remove_their_timers() {
     .await
     .unwrap();
     assert!(timers(&e).await.is_empty());
-    let wait = e.pause_run_until(&me(), &sid, &r, "rate_limited", at).await.unwrap();
+    let wait = e
+        .pause_run_until(&me(), &sid, &r, "rate_limited", at)
+        .await
+        .unwrap();
     assert_eq!(timers(&e).await.len(), 1);
     e.resume_run(&me(), &sid, &r, &wait).await.unwrap();
     assert!(timers(&e).await.is_empty());
@@ -247,7 +284,10 @@ async fn clearing_events_remove_their_timers() {
     assert!(e.fire_due_timers().await.unwrap().fired.is_empty());
     // A delivery failure closes the call and removes its token's timer.
     let r2 = {
-        let sid2 = e.create_session(&me(), NewSession::default()).await.unwrap();
+        let sid2 = e
+            .create_session(&me(), NewSession::default())
+            .await
+            .unwrap();
         let r2 = run(&e, &sid2, Some("w")).await;
         e.start_client_tool_call(&me(), &sid2, &r2, "t", json!({}))
             .await
@@ -270,8 +310,15 @@ async fn clearing_events_remove_their_timers() {
 #[tokio::test]
 async fn late_requests_and_resolutions_are_refused_as_interrupt_expired() {
     let dir = tempfile::tempdir().unwrap();
-    let (e, clock) = engine(redb(dir.path().to_owned()).await, Duration::ZERO, TimerKind::Interrupt);
-    let sid = e.create_session(&me(), NewSession::default()).await.unwrap();
+    let (e, clock) = engine(
+        redb(dir.path().to_owned()).await,
+        Duration::ZERO,
+        TimerKind::Interrupt,
+    );
+    let sid = e
+        .create_session(&me(), NewSession::default())
+        .await
+        .unwrap();
     let r = run(&e, &sid, None).await;
     let before = common::journal(&e, &sid).await.len();
     let err = e
@@ -282,7 +329,10 @@ async fn late_requests_and_resolutions_are_refused_as_interrupt_expired() {
     assert_eq!(common::journal(&e, &sid).await.len(), before);
 
     let at = clock.now() + Duration::from_secs(10);
-    let (iid, _) = e.request_interrupt(&me(), &sid, interrupt(&r, at)).await.unwrap();
+    let (iid, _) = e
+        .request_interrupt(&me(), &sid, interrupt(&r, at))
+        .await
+        .unwrap();
     clock.advance(Duration::from_secs(10));
     let resolve = |decision: &str| Resolve {
         interrupt_id: iid.clone(),
@@ -292,9 +342,14 @@ async fn late_requests_and_resolutions_are_refused_as_interrupt_expired() {
         members: None,
     };
     let before = common::journal(&e, &sid).await.len();
-    let err = e.resolve_interrupt(&me(), resolve("approve")).await.unwrap_err();
+    let err = e
+        .resolve_interrupt(&me(), resolve("approve"))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "interrupt_expired");
     assert_eq!(common::journal(&e, &sid).await.len(), before);
-    e.resolve_interrupt(&me(), resolve("expired")).await.unwrap();
+    e.resolve_interrupt(&me(), resolve("expired"))
+        .await
+        .unwrap();
     assert!(timers(&e).await.is_empty());
 }

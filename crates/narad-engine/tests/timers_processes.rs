@@ -58,7 +58,11 @@ async fn run_child<S: Store + 'static>(store: S) {
         let report = e.fire_due_timers().await.unwrap();
         assert!(report.failed.is_empty(), "{report:?}");
         fired += report.fired.len();
-        let left = e.store().list_side(SideSpace::Timer, None, 1).await.unwrap();
+        let left = e
+            .store()
+            .list_side(SideSpace::Timer, None, 1)
+            .await
+            .unwrap();
         if left.is_empty() {
             break;
         }
@@ -87,7 +91,10 @@ async fn fill<S: Store + 'static>(store: S) -> Vec<String> {
     let due = clock.now() + Duration::from_secs(60);
     let mut sids = Vec::new();
     for i in 0..2 * SESSIONS {
-        let sid = e.create_session(&me(), NewSession::default()).await.unwrap();
+        let sid = e
+            .create_session(&me(), NewSession::default())
+            .await
+            .unwrap();
         let Started::Running(run) = e.start_run(&me(), &sid, StartRun::default()).await.unwrap()
         else {
             panic!("not started")
@@ -118,7 +125,13 @@ async fn two_drivers<S: Store + 'static>(target: &str, store: S, sids: &[String]
     let children: Vec<_> = (0..2)
         .map(|_| {
             std::process::Command::new(&exe)
-                .args(["--exact", "driver_process", "--test-threads", "1", "--nocapture"])
+                .args([
+                    "--exact",
+                    "driver_process",
+                    "--test-threads",
+                    "1",
+                    "--nocapture",
+                ])
                 .env(CHILD, target)
                 .env(GATE, gate.path())
                 .stdout(std::process::Stdio::piped())
@@ -146,7 +159,11 @@ async fn two_drivers<S: Store + 'static>(target: &str, store: S, sids: &[String]
         each.push(n);
     }
     eprintln!("timers fired by each process: {each:?}");
-    assert_eq!(reported, sids.len(), "each timer is reported by one process");
+    assert_eq!(
+        reported,
+        sids.len(),
+        "each timer is reported by one process"
+    );
     let e = engine(store, Duration::from_secs(120));
     for (i, sid) in sids.iter().enumerate() {
         let evs: Vec<Value> = common::journal(&e, sid)
@@ -161,7 +178,11 @@ async fn two_drivers<S: Store + 'static>(target: &str, store: S, sids: &[String]
         assert_eq!(of("run.resumed"), 1, "{sid}");
         common::assert_valid(&e, sid).await;
     }
-    let left = e.store().list_side(SideSpace::Timer, None, 10).await.unwrap();
+    let left = e
+        .store()
+        .list_side(SideSpace::Timer, None, 10)
+        .await
+        .unwrap();
     assert!(left.is_empty(), "{left:?}");
 }
 
@@ -187,11 +208,18 @@ async fn two_processes_fire_each_timer_once_on_postgres() {
             std::env::var_os("CI").is_none(),
             "NARAD_TEST_POSTGRES_URL is not set (CI must start a server: .ci/postgres)"
         );
-        eprintln!("SKIPPED: NARAD_TEST_POSTGRES_URL is not set (start one with .ci/postgres start DIR)");
+        eprintln!(
+            "SKIPPED: NARAD_TEST_POSTGRES_URL is not set (start one with .ci/postgres start DIR)"
+        );
         return;
     };
     let schema = format!("timers_{}_{}", std::process::id(), T0);
     let sids = fill(PostgresStore::open(&url, &schema).await.unwrap()).await;
     let target = format!("postgres:{schema}");
-    two_drivers(&target, PostgresStore::open(&url, &schema).await.unwrap(), &sids).await;
+    two_drivers(
+        &target,
+        PostgresStore::open(&url, &schema).await.unwrap(),
+        &sids,
+    )
+    .await;
 }

@@ -97,7 +97,10 @@ impl<S: Store + 'static> Engine<S> {
             next.lease_expires = Some(expires);
             let resumes = std::mem::take(&mut next.paused);
             let mut side = vec![next.write(executor)?];
-            side.extend(self.move_lease_timer(executor, rec.lease_expires, expires).await?);
+            side.extend(
+                self.move_lease_timer(executor, rec.lease_expires, expires)
+                    .await?,
+            );
             let batch = narad_store::Batch {
                 side,
                 ..narad_store::Batch::default()
@@ -164,7 +167,10 @@ impl<S: Store + 'static> Engine<S> {
             let expires = now + self.inner.config.lease_ttl;
             next.lease_expires = Some(expires);
             let mut side = vec![next.write(executor)?];
-            side.extend(self.move_lease_timer(executor, rec.lease_expires, expires).await?);
+            side.extend(
+                self.move_lease_timer(executor, rec.lease_expires, expires)
+                    .await?,
+            );
             let batch = narad_store::Batch {
                 side,
                 ..narad_store::Batch::default()

@@ -196,7 +196,9 @@ impl<S: Store + 'static> Engine<S> {
                 if paused.is_empty() && !claimed {
                     return Ok(Outcome::Dropped);
                 }
-                Ok(Outcome::Fired(paused.iter().map(|_| "run.paused").collect()))
+                Ok(Outcome::Fired(
+                    paused.iter().map(|_| "run.paused").collect(),
+                ))
             }
         }
     }

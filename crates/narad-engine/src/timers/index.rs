@@ -104,7 +104,10 @@ impl<S: Store + 'static> Engine<S> {
 
     /// Whether any of `guards` (timer deletions a batch expected) no longer
     /// holds: the batch lost to another writer of the due index.
-    pub(crate) async fn timers_moved(&self, guards: &[(String, Bytes)]) -> Result<bool, EngineError> {
+    pub(crate) async fn timers_moved(
+        &self,
+        guards: &[(String, Bytes)],
+    ) -> Result<bool, EngineError> {
         for (key, bytes) in guards {
             if self.inner.store.side(SideSpace::Timer, key).await?.as_ref() != Some(bytes) {
                 return Ok(true);

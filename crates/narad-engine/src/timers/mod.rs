@@ -201,7 +201,12 @@ mod tests {
 
     #[test]
     fn byte_order_of_keys_is_due_order_and_records_round_trip() {
-        let early = TimerRecord::new(TimerKind::Lease, "", "x", UNIX_EPOCH + Duration::from_millis(999));
+        let early = TimerRecord::new(
+            TimerKind::Lease,
+            "",
+            "x",
+            UNIX_EPOCH + Duration::from_millis(999),
+        );
         let late = TimerRecord::new(
             TimerKind::Interrupt,
             "s",
