@@ -353,3 +353,46 @@ async fn late_requests_and_resolutions_are_refused_as_interrupt_expired() {
         .unwrap();
     assert!(timers(&e).await.is_empty());
 }
+
+/// The task a host spawns fires due timers without being asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_spawned_driver_fires_due_timers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, clock) = engine(
+        redb(dir.path().to_owned()).await,
+        Duration::ZERO,
+        TimerKind::Resume,
+    );
+    let sid = e
+        .create_session(&me(), NewSession::default())
+        .await
+        .unwrap();
+    let r = run(&e, &sid, None).await;
+    let at = clock.now() + Duration::from_secs(5);
+    e.pause_run_until(&me(), &sid, &r, "rate_limited", at)
+        .await
+        .unwrap();
+    let task = tokio::spawn(e.clone().run_timers(Duration::from_millis(5)));
+    clock.advance(Duration::from_secs(5));
+    // Waits for the resume (the test harness bounds the wait).
+    while count(
+        &events(&e, &sid).await,
+        "run.resumed",
+        "type",
+        "run.resumed",
+    ) == 0
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    task.abort();
+    assert!(timers(&e).await.is_empty());
+    assert_eq!(
+        count(
+            &events(&e, &sid).await,
+            "run.resumed",
+            "type",
+            "run.resumed"
+        ),
+        1
+    );
+}
