@@ -14,6 +14,7 @@ mod ops_cmds;
 mod output;
 mod records;
 mod store_cmds;
+mod tick_cmd;
 mod validate;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -89,6 +90,19 @@ enum Command {
         /// Target store URL.
         #[arg(long)]
         to: String,
+    },
+    /// Fires every timer due now (interrupt expiry, client token and lease
+    /// expiry, automatic resume) in every session, then exits: one line
+    /// per fired timer and a summary. Exit 1 if a due timer was refused.
+    ///
+    /// Example: `narad tick --store sqlite:narad.db` (from cron, say)
+    Tick {
+        /// Store URL.
+        #[arg(long)]
+        store: String,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
     },
     /// Open interrupts across sessions, one line each: session, interrupt
     /// id, run or workflow, kind, title, actions and expiry.
@@ -198,6 +212,7 @@ async fn run(command: Command) -> store_cmds::Outcome {
         } => store_cmds::export(&existing(store).await?, session.as_deref(), after, all).await,
         Command::Import { store, files } => import_cmd::import(open(store).await?, &files).await,
         Command::Verify { store } => store_cmds::verify(&store).await,
+        Command::Tick { store, json } => tick_cmd::tick(existing(store).await?, json).await,
         Command::Migrate { from, to } => {
             let (from, to) = (existing(from).await?, open(to).await?);
             migrate_cmd::migrate(&from, &to).await

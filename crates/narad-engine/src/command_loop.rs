@@ -172,6 +172,15 @@ impl<S: Store + 'static> Engine<S> {
                 return Ok(Attempt::Done((out, own)));
             }
             let mut side = side;
+            let (timers, guards) = match self.timer_writes(j, &events, &side).await {
+                Ok(t) => t,
+                Err(e) => {
+                    // The journal applied events that were never appended.
+                    *slot = None;
+                    return Err(e);
+                }
+            };
+            side.extend(timers);
             let new_head = j.head + events.len() as u64;
             let every = self.inner.config.snapshot_every;
             let snapshot = every > 0 && new_head - j.snapshot_head >= every;
@@ -216,6 +225,11 @@ impl<S: Store + 'static> Engine<S> {
                 }
                 Err(StoreError::HeadConflict { .. }) => {
                     // Another engine wrote first: reload and re-check.
+                    self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
+                    Ok(Attempt::Again)
+                }
+                Err(StoreError::SideConflict) if self.timers_moved(&guards).await? => {
+                    // Another engine cleared a timer this batch cleared.
                     self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
                     Ok(Attempt::Again)
                 }

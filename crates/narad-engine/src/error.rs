@@ -36,6 +36,11 @@ pub enum EngineError {
     /// No open interrupt with this id.
     #[error("unknown or closed interrupt")]
     UnknownInterrupt,
+    /// The interrupt's `expiresAt` has passed on the engine's clock: a
+    /// request with it is refused, and so is a resolution other than
+    /// `expired`.
+    #[error("the interrupt's expiry has passed")]
+    InterruptExpired,
     /// `expectedRevision` did not match the owning journal's position.
     #[error("owning journal is at {current}, not the expected {expected}")]
     RevisionConflict {
@@ -93,6 +98,7 @@ impl EngineError {
             Self::UnknownRun => "unknown_run",
             Self::UnknownToolCall => "unknown_tool_call",
             Self::UnknownInterrupt => "unknown_interrupt",
+            Self::InterruptExpired => "interrupt_expired",
             Self::RevisionConflict { .. } => "revision_conflict",
             Self::ProfileInactive { .. } => "profile_inactive",
             Self::InvalidCommand(_) => "invalid_command",

@@ -141,6 +141,9 @@ impl<S: Store + 'static> Engine<S> {
             events: fresh,
             ..Batch::default()
         };
+        // Imported deadlines (interrupt expiry, `retryAt`) join the due index.
+        let (timers, _) = self.timer_writes(&j, &batch.events, &[]).await?;
+        batch.side.extend(timers);
         if new_session {
             batch.side.push(side(
                 SideSpace::Session,

@@ -10,6 +10,7 @@ use crate::engine::{Cell, Engine};
 use crate::error::EngineError;
 use crate::host::{timestamp, Principal};
 use crate::journal::{At, Draft};
+use crate::timers::{TimerKind, TimerRecord};
 
 impl<S: Store + 'static> Engine<S> {
     /// Requests an interrupt; the matching pause is appended in the same
@@ -21,6 +22,12 @@ impl<S: Store + 'static> Engine<S> {
         session_id: &str,
         interrupt: Interrupt,
     ) -> Result<(String, String), EngineError> {
+        if let Some(at) = interrupt.expires_at {
+            // The checker has no clock: the engine's clock decides.
+            if at <= self.inner.clock.now() {
+                return Err(EngineError::InterruptExpired);
+            }
+        }
         let iid = self.inner.ids.next_id("interrupt");
         let wait = self.inner.ids.next_id("wait");
         let (out, _) = self
@@ -75,11 +82,28 @@ impl<S: Store + 'static> Engine<S> {
     /// `resolve-interrupt` (§2.2) by `interruptId` alone: finds the owning
     /// session and journal, checks `expectedRevision`, appends
     /// `interrupt.resolved` and the resume of the run or workflow.
+    ///
+    /// A decision other than `expired` after the interrupt's `expiresAt`
+    /// has passed on the engine's clock is refused as `interrupt_expired`.
     pub async fn resolve_interrupt(
         &self,
         p: &Principal,
         resolve: Resolve,
     ) -> Result<String, EngineError> {
+        self.resolve_firing(p, resolve, None).await
+    }
+
+    /// [`Self::resolve_interrupt`]; with `fired`, the timer that fires it
+    /// is deleted in the same batch (its claim: of two engines firing one
+    /// timer, one appends).
+    pub(crate) async fn resolve_firing(
+        &self,
+        p: &Principal,
+        resolve: Resolve,
+        fired: Option<&TimerRecord>,
+    ) -> Result<String, EngineError> {
+        let now = self.inner.clock.now();
+        let claim = fired.map(TimerRecord::delete).transpose()?;
         let sid = match self
             .inner
             .store
@@ -131,6 +155,10 @@ impl<S: Store + 'static> Engine<S> {
                     (At::Workflow(wf.clone()), j.checker.workflow_head(s, wf))
                 }
             };
+            let lapsed = j.expiries.get(&open.id).is_some_and(|at| *at <= now);
+            if lapsed && resolve.decision != "expired" {
+                return Err(EngineError::InterruptExpired);
+            }
             if let Some(expected) = resolve.expected_revision {
                 if expected != current {
                     return Err(EngineError::RevisionConflict { expected, current });
@@ -147,13 +175,15 @@ impl<S: Store + 'static> Engine<S> {
                     "workflow.resumed"
                 }
             };
-            Ok(Plan::of(
+            let mut plan = Plan::of(
                 vec![
                     Draft::new("interrupt.resolved", at.clone(), body),
                     Draft::new(resume, at, json!({ "waitId": open.wait_id })),
                 ],
                 (),
-            ))
+            );
+            plan.side.extend(claim.clone());
+            Ok(plan)
         })
         .await?;
         Ok(sid)
@@ -161,9 +191,13 @@ impl<S: Store + 'static> Engine<S> {
 
     /// Resolves every open interrupt whose `expiresAt` has passed on the
     /// engine's clock as `decision=expired` (§7.7) and resumes its run or
-    /// workflow. Covers the sessions this engine holds in memory (a session
-    /// is loaded by any command or read on it). Returns the expired ids.
+    /// workflow: every session's, through the due index (cached or not,
+    /// before or after a restart), then any in memory whose deadline
+    /// predates the index. Returns the expired ids. The timer driver
+    /// ([`Self::fire_due_timers`]) does this and fires the other kinds.
     pub async fn expire_due(&self, p: &Principal) -> Result<Vec<String>, EngineError> {
+        let report = self.fire_due(p, Some(TimerKind::Interrupt)).await?;
+        let mut expired: Vec<String> = report.fired.into_iter().map(|f| f.id).collect();
         let now = self.inner.clock.now();
         let cells: Vec<Cell> = match self.inner.cells.lock() {
             Ok(c) => c.values().cloned().collect(),
@@ -175,7 +209,6 @@ impl<S: Store + 'static> Engine<S> {
                 due.extend(j.due(now));
             }
         }
-        let mut expired = Vec::new();
         for id in due {
             let r = self
                 .resolve_interrupt(

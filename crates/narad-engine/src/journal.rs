@@ -91,6 +91,10 @@ pub(crate) struct Journal {
     pub head: u64,
     /// `expiresAt` of interrupts requested in this journal, by id.
     pub expiries: BTreeMap<String, std::time::SystemTime>,
+    /// `retryAt` of automatic pauses in this journal, by `waitId`, with
+    /// their run. Not in snapshots: after a hydration from one, a resume
+    /// leaves an earlier pause's timer for the driver to drop.
+    pub retries: BTreeMap<String, (String, std::time::SystemTime)>,
     /// The head of the newest stored snapshot (0: none).
     pub snapshot_head: u64,
     /// Whether this hydration started from a snapshot.
@@ -114,6 +118,7 @@ impl Journal {
             checker: Checker::new(validator),
             head: 0,
             expiries: BTreeMap::new(),
+            retries: BTreeMap::new(),
             snapshot_head: 0,
             from_snapshot: false,
             snapshot_rejected: None,
@@ -245,25 +250,33 @@ impl Journal {
         }
     }
 
-    /// Remembers the `expiresAt` of an `interrupt.requested`.
+    /// Remembers the `expiresAt` of an `interrupt.requested` and the
+    /// `retryAt` of a `run.paused`: the deadlines the due index holds.
     pub fn note_expiry(&mut self, bytes: &[u8]) {
-        // Cheap pre-filter: only interrupt requests carry the field.
-        if !bytes.windows(11).any(|w| w == b"\"expiresAt\"") {
+        // Cheap pre-filter: only these two carry the fields.
+        let has = |field: &[u8]| bytes.windows(field.len()).any(|w| w == field);
+        if !has(b"\"expiresAt\"") && !has(b"\"retryAt\"") {
             return;
         }
         let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
             return;
         };
-        if v.get("type").and_then(Value::as_str) != Some("interrupt.requested") {
-            return;
-        }
-        let id = v.get("interruptId").and_then(Value::as_str);
-        let at = v
-            .get("expiresAt")
-            .and_then(Value::as_str)
-            .and_then(|t| humantime::parse_rfc3339(t).ok());
-        if let (Some(id), Some(at)) = (id, at) {
-            self.expiries.insert(id.to_owned(), at);
+        let text = |k: &str| v.get(k).and_then(Value::as_str);
+        let time = |k: &str| text(k).and_then(|t| humantime::parse_rfc3339(t).ok());
+        match text("type") {
+            Some("interrupt.requested") => {
+                if let (Some(id), Some(at)) = (text("interruptId"), time("expiresAt")) {
+                    self.expiries.insert(id.to_owned(), at);
+                }
+            }
+            Some("run.paused") => {
+                if let (Some(wait), Some(run), Some(at)) =
+                    (text("waitId"), text("runId"), time("retryAt"))
+                {
+                    self.retries.insert(wait.to_owned(), (run.to_owned(), at));
+                }
+            }
+            _ => {}
         }
     }
 

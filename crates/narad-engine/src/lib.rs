@@ -39,6 +39,7 @@ mod session_commands;
 mod snapshot;
 mod stop;
 mod subscribe;
+mod timers;
 mod watch;
 mod workspace;
 
@@ -55,4 +56,5 @@ pub use host::{
 pub use operator::{InterruptPage, ListedInterrupt};
 pub use reads::{Attached, Capabilities};
 pub use subscribe::Follow;
+pub use timers::{FiredTimer, TimerKind, TimerReport, TIMER_PRINCIPAL};
 pub use watch::WatchFollow;

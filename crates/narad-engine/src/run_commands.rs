@@ -9,9 +9,10 @@ use crate::command_loop::{sanitize, strip_nulls, Plan};
 use crate::command_types::{StartRun, Started, Terminal, ToolOutcome};
 use crate::engine::Engine;
 use crate::error::EngineError;
-use crate::host::Principal;
+use crate::host::{timestamp, Principal};
 use crate::journal::{At, Draft, Journal};
 use crate::queue::QueuedStart;
+use crate::timers::TimerRecord;
 
 impl<S: Store + 'static> Engine<S> {
     /// Starts a run: top-level (independent or in a workflow) or nested.
@@ -151,6 +152,63 @@ impl<S: Store + 'static> Engine<S> {
         })
         .await?;
         Ok(wait)
+    }
+
+    /// Pauses a run with `resumeMode=automatic` until `retry_at`: the
+    /// pause's `retryAt` is recorded in the due index in the same batch,
+    /// and the timer driver resumes the run then (unless it resumed
+    /// before). Returns the `waitId`.
+    pub async fn pause_run_until(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        run_id: &str,
+        reason: &str,
+        retry_at: std::time::SystemTime,
+    ) -> Result<String, EngineError> {
+        let wait = self.inner.ids.next_id("wait");
+        self.command(p, session_id, |j| {
+            let body = json!({"waitId": wait, "reason": reason, "resumeMode": "automatic",
+                              "retryAt": timestamp(retry_at)});
+            Ok(Plan::of(
+                vec![Draft::new("run.paused", j.run_at(run_id)?, body)],
+                (),
+            ))
+        })
+        .await?;
+        Ok(wait)
+    }
+
+    /// The automatic resume of a pause at its `retryAt`, claiming `timer`
+    /// in the same batch. `false` (and the timer dropped) when the pause
+    /// is no longer open.
+    pub(crate) async fn resume_firing(
+        &self,
+        p: &Principal,
+        timer: &TimerRecord,
+    ) -> Result<bool, EngineError> {
+        let claim = timer.delete()?;
+        let wait = timer.id.as_str();
+        let run_id = timer.run_id.clone().unwrap_or_default();
+        let (resumed, _) = self
+            .command(p, &timer.session_id, |j| {
+                let open = j
+                    .checker
+                    .run(&j.session_id, &run_id)
+                    .is_some_and(|r| r.open_pause.as_deref() == Some(wait));
+                let mut plan = Plan::of(Vec::new(), open);
+                if open {
+                    plan.drafts.push(Draft::new(
+                        "run.resumed",
+                        j.run_at(&run_id)?,
+                        json!({ "waitId": wait }),
+                    ));
+                }
+                plan.side.push(claim.clone());
+                Ok(plan)
+            })
+            .await?;
+        Ok(resumed)
     }
 
     /// Resumes a paused run; `wait_id` must be its active pause's.

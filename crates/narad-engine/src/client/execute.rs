@@ -94,6 +94,7 @@ impl<S: Store + 'static> Engine<S> {
                     next.pending.push(token.clone());
                     let mut plan = Plan::of(vec![started], true);
                     plan.side.push(token_record.create(&token)?);
+                    plan.side.push(token_record.timer(&token).create()?);
                     plan.side.push(next.write(&executor)?);
                     Ok(plan)
                 })

@@ -103,6 +103,7 @@ impl<S: Store + 'static> Engine<S> {
                     "the execution token has expired",
                 ));
             }
+            let timer = self.stored_timer_delete(&t.timer(&execution_token)).await?;
             let rec = self.executor(&client_executor_id).await?;
             let mut next = rec.clone();
             next.pending.retain(|x| *x != execution_token);
@@ -125,6 +126,7 @@ impl<S: Store + 'static> Engine<S> {
                     );
                     plan.side.push(accepted.replace(&execution_token, &raw)?);
                     plan.side.push(next.write(&client_executor_id)?);
+                    plan.side.extend(timer.clone());
                     Ok(plan)
                 })
                 .await;
@@ -161,6 +163,8 @@ impl<S: Store + 'static> Engine<S> {
                 return Err(client_err("token_unknown", "no such execution token"));
             };
             let done = !t.open();
+            // The expiry leaves the due index with the closure.
+            let timer = self.stored_timer_delete(&t.timer(token)).await?;
             let rec = self.executor(&t.executor).await?;
             let mut next = rec.clone();
             next.pending.retain(|x| x != token);
@@ -181,6 +185,7 @@ impl<S: Store + 'static> Engine<S> {
                     if next.pending.len() != rec.pending.len() {
                         plan.side.push(next.write(&t.executor)?);
                     }
+                    plan.side.extend(timer.clone());
                     if let (Some(run), false) = (open_in, done) {
                         plan.drafts.push(Draft::new(
                             "tool.call.finished",

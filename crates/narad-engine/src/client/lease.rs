@@ -5,7 +5,9 @@
 use narad_core::model::ControlPayload;
 use narad_store::{Expect, SideSpace, Store, StoreError};
 
-use super::records::{decode_executors, encode_executors, execute_message, EXECUTORS_KEY};
+use super::records::{
+    decode_executors, encode_executors, execute_message, lease_timer, EXECUTORS_KEY,
+};
 use super::{client_err, control};
 use crate::append::{retry, Attempt};
 use crate::command_loop::side;
@@ -94,8 +96,13 @@ impl<S: Store + 'static> Engine<S> {
             next.lease = Some(lease.clone());
             next.lease_expires = Some(expires);
             let resumes = std::mem::take(&mut next.paused);
+            let mut side = vec![next.write(executor)?];
+            side.extend(
+                self.move_lease_timer(executor, rec.lease_expires, expires)
+                    .await?,
+            );
             let batch = narad_store::Batch {
-                side: vec![next.write(executor)?],
+                side,
                 ..narad_store::Batch::default()
             };
             match self.append_resolving(batch).await {
@@ -157,9 +164,15 @@ impl<S: Store + 'static> Engine<S> {
                 ));
             }
             let mut next = rec.clone();
-            next.lease_expires = Some(now + self.inner.config.lease_ttl);
+            let expires = now + self.inner.config.lease_ttl;
+            next.lease_expires = Some(expires);
+            let mut side = vec![next.write(executor)?];
+            side.extend(
+                self.move_lease_timer(executor, rec.lease_expires, expires)
+                    .await?,
+            );
             let batch = narad_store::Batch {
-                side: vec![next.write(executor)?],
+                side,
                 ..narad_store::Batch::default()
             };
             match self.append_resolving(batch).await {
@@ -168,5 +181,27 @@ impl<S: Store + 'static> Engine<S> {
                 Err(e) => Err(e.into()),
             }
         })
+    }
+
+    /// The due-index writes moving `executor`'s lease expiry from `old`
+    /// (deleted if stored) to `new`, for the batch of the lease record.
+    async fn move_lease_timer(
+        &self,
+        executor: &str,
+        old: Option<std::time::SystemTime>,
+        new: std::time::SystemTime,
+    ) -> Result<Vec<narad_store::SideWrite>, EngineError> {
+        let next = lease_timer(executor, new);
+        let mut writes = Vec::new();
+        if let Some(old) = old {
+            let prev = lease_timer(executor, old);
+            if prev.key() == next.key() && self.stored_timer_delete(&prev).await?.is_some() {
+                // Renewed within the same millisecond: already recorded.
+                return Ok(writes);
+            }
+            writes.extend(self.stored_timer_delete(&prev).await?);
+        }
+        writes.push(next.create()?);
+        Ok(writes)
     }
 }

@@ -19,6 +19,7 @@ use crate::command_loop::side;
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::host::timestamp;
+use crate::timers::{TimerKind, TimerRecord};
 
 /// The version this engine writes and reads.
 const VERSION: u32 = 1;
@@ -161,6 +162,26 @@ impl TokenRecord {
             encode(SideSpace::Token, token, self)?,
         ))
     }
+}
+
+impl TokenRecord {
+    /// The due-index entry of this token's expiry (keyed by its tool call:
+    /// the token is a credential and stays out of keys).
+    pub(crate) fn timer(&self, token: &str) -> TimerRecord {
+        let mut t = TimerRecord::new(
+            TimerKind::Token,
+            &self.session_id,
+            &self.tool_call_id,
+            self.expires_at,
+        );
+        t.token = Some(token.to_owned());
+        t
+    }
+}
+
+/// The due-index entry of `executor`'s lease expiring at `expires`.
+pub(crate) fn lease_timer(executor: &str, expires: SystemTime) -> TimerRecord {
+    TimerRecord::new(TimerKind::Lease, "", executor, expires)
 }
 
 /// `Lease/<executor>` as stored.
