@@ -276,3 +276,56 @@ fn unpack(b: &[u8], root: &str) -> Option<RunGraph> {
     }
     Some(RunGraph::from_parts(root, nodes, edges, revision, cursor))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Parsed, Record, Validator};
+
+    fn graph(lines: &[&str]) -> RunGraph {
+        let mut g = RunGraph::new("r");
+        for (i, body) in lines.iter().enumerate() {
+            let n = i + 1;
+            let line = format!(
+                r#"{{"protocolVersion":"narad/v1","eventId":"e{n}","timestamp":"2026-08-05T00:00:00Z","sessionId":"s","sessionSequence":{n},"rootRunId":"r","sequence":{n},{body}}}"#
+            );
+            if let Ok(Parsed::Record {
+                record: Record::Authority(ev),
+                ..
+            }) = Validator::default().parse(line.as_bytes())
+            {
+                assert!(g.apply(&ev).is_ok(), "{body}");
+            } else {
+                panic!("{body}");
+            }
+        }
+        g
+    }
+
+    #[test]
+    fn a_packed_graph_unpacks_to_the_same_graph() {
+        let g = graph(&[
+            r#""runId":"r","type":"run.started""#,
+            r#""runId":"c","parentRunId":"r","type":"run.started""#,
+            r#""runId":"c","type":"tool.call.started","toolCallId":"t","toolName":"search","executor":"backend","args":{}"#,
+            r#""runId":"c","type":"tool.call.finished","toolCallId":"t","outcome":"success","response":{}"#,
+            r#""runId":"r","type":"interrupt.requested","interruptId":"i","waitId":"w","kind":"approval","actions":["ok"]"#,
+            r#""runId":"r","type":"run.paused","waitId":"w","reason":"interrupt","resumeMode":"command","interruptId":"i""#,
+            r#""runId":"r","type":"interrupt.resolved","interruptId":"i","waitId":"w","decision":"ok""#,
+            r#""runId":"r","type":"run.resumed","waitId":"w""#,
+            r#""runId":"c","type":"run.finished""#,
+            r#""runId":"r","type":"run.finished""#,
+        ]);
+        assert_eq!((g.nodes().len(), g.edges().len()), (4, 3));
+        let mut d = Derived::live(g.clone());
+        d.pack("r");
+        assert!(d.is_packed());
+        assert_eq!(*d.graph("r"), g);
+        d.with_live("r", |g| g.skip_to(20));
+        assert_eq!(d.graph("r").cursor(), 20);
+        // Packed only under its own root.
+        let mut other = Derived::live(g);
+        other.pack("x");
+        assert!(!other.is_packed());
+    }
+}

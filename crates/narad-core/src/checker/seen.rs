@@ -18,9 +18,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// Entries kept in a sorted vector grown one slot at a time; past this the
-/// set is a hash map.
-const SMALL: usize = 32;
+/// Entries kept in a sorted vector grown by an eighth at a time (2 KiB at
+/// most, so an insert's shift stays cheap); past this the set is a hash
+/// map, whose table is up to twice its entries.
+const SMALL: usize = 128;
 
 /// The eventId hash (fixed keys: verdicts never depend on the process).
 pub(crate) fn id_hash(event_id: &str) -> u64 {
@@ -94,7 +95,9 @@ impl Seen {
                     }
                 }
                 Err(i) if v.len() < SMALL => {
-                    v.reserve_exact(1);
+                    if v.len() == v.capacity() {
+                        v.reserve_exact(1 + v.len() / 8);
+                    }
                     v.insert(i, (key, fp));
                 }
                 Err(_) => {
@@ -171,14 +174,14 @@ mod tests {
     #[test]
     fn small_and_large_agree_and_round_trip() {
         let mut s = Seen::default();
-        for i in 0..100u64 {
+        for i in 0..300u64 {
             s.insert(&format!("e{i}"), i * 7);
             assert!(matches!(s, Seen::Small(_)) == (i < SMALL as u64));
         }
-        for i in 0..100u64 {
+        for i in 0..300u64 {
             assert_eq!(s.get(&format!("e{i}")), Some(i * 7));
         }
-        assert_eq!(s.get("e100"), None);
+        assert_eq!(s.get("e300"), None);
         let bytes = serde_json::to_vec(&s).unwrap_or_default();
         let back: Seen = serde_json::from_slice(&bytes).unwrap_or_default();
         assert_eq!(format!("{back:?}"), format!("{s:?}"));
