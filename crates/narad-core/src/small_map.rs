@@ -12,7 +12,7 @@ use std::collections::{btree_map, BTreeMap};
 use std::fmt;
 
 /// Entries kept in the sorted vector; past this the map is a B-tree.
-const SMALL: usize = 8;
+const SMALL: usize = 32;
 
 #[derive(Clone)]
 pub(crate) enum SmallMap<V> {
