@@ -158,6 +158,9 @@ enum Change {
     State(usize, String),
 }
 
+/// A graph's root, nodes, edges, revision and cursor.
+pub(crate) type Parts<'a> = (&'a str, &'a [Node], &'a [Edge], u64, u64);
+
 /// `(sequence, revision, changes)` per graph-changing event.
 type History = Vec<(u64, u64, Vec<Change>)>;
 
@@ -212,7 +215,7 @@ impl RunGraph {
 
     /// Its root, nodes, edges, revision and cursor, for a packed copy;
     /// `None` when it keeps history (which a packed copy would lose).
-    pub(crate) fn parts(&self) -> Option<(&str, &[Node], &[Edge], u64, u64)> {
+    pub(crate) fn parts(&self) -> Option<Parts<'_>> {
         self.history.is_none().then_some((
             self.root_run_id.as_str(),
             self.nodes.as_slice(),

@@ -18,6 +18,7 @@ const SMALL: usize = 32;
 pub(crate) enum SmallMap<V> {
     Small(Vec<(String, V)>),
     /// Boxed: the enum is then one vector wide (the vector's niche tags it).
+    #[allow(clippy::box_collection)]
     Large(Box<BTreeMap<String, V>>),
 }
 

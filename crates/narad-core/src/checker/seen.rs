@@ -55,6 +55,7 @@ impl Hasher for Pass {
 pub(crate) enum Seen {
     Small(Vec<(u64, u64)>),
     /// Boxed, so the set is one vector wide.
+    #[allow(clippy::box_collection)]
     Large(Box<HashMap<u64, u64, BuildHasherDefault<Pass>>>),
 }
 
