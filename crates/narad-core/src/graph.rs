@@ -129,7 +129,7 @@ pub enum EdgeKind {
 }
 
 impl EdgeKind {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Child => "child",
             Self::Tool => "tool",
@@ -157,6 +157,9 @@ enum Change {
     Edge(Edge),
     State(usize, String),
 }
+
+/// A graph's root, nodes, edges, revision and cursor.
+pub(crate) type Parts<'a> = (&'a str, &'a [Node], &'a [Edge], u64, u64);
 
 /// `(sequence, revision, changes)` per graph-changing event.
 type History = Vec<(u64, u64, Vec<Change>)>;
@@ -207,6 +210,46 @@ impl RunGraph {
         Self {
             history: Some(Box::default()),
             ..Self::new(root_run_id)
+        }
+    }
+
+    /// Its root, nodes, edges, revision and cursor, for a packed copy;
+    /// `None` when it keeps history (which a packed copy would lose).
+    pub(crate) fn parts(&self) -> Option<Parts<'_>> {
+        self.history.is_none().then_some((
+            self.root_run_id.as_str(),
+            self.nodes.as_slice(),
+            self.edges.as_slice(),
+            self.revision,
+            self.cursor,
+        ))
+    }
+
+    /// The graph [`RunGraph::parts`] came from.
+    pub(crate) fn from_parts(
+        root_run_id: String,
+        nodes: Vec<Node>,
+        edges: Vec<Edge>,
+        revision: u64,
+        cursor: u64,
+    ) -> Self {
+        let index = if nodes.len() > LINEAR {
+            nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.id.clone(), i))
+                .collect()
+        } else {
+            SmallMap::default()
+        };
+        Self {
+            root_run_id,
+            nodes,
+            edges,
+            index,
+            revision,
+            cursor,
+            history: None,
         }
     }
 

@@ -12,12 +12,14 @@ use std::collections::{btree_map, BTreeMap};
 use std::fmt;
 
 /// Entries kept in the sorted vector; past this the map is a B-tree.
-const SMALL: usize = 8;
+const SMALL: usize = 32;
 
 #[derive(Clone)]
 pub(crate) enum SmallMap<V> {
     Small(Vec<(String, V)>),
-    Large(BTreeMap<String, V>),
+    /// Boxed: the enum is then one vector wide (the vector's niche tags it).
+    #[allow(clippy::box_collection)]
+    Large(Box<BTreeMap<String, V>>),
 }
 
 impl<V> Default for SmallMap<V> {
@@ -65,7 +67,7 @@ impl<V> SmallMap<V> {
                 Err(_) => {
                     let mut m: BTreeMap<String, V> = std::mem::take(v).into_iter().collect();
                     m.insert(k, value);
-                    *self = Self::Large(m);
+                    *self = Self::Large(Box::new(m));
                     None
                 }
             },
@@ -77,7 +79,7 @@ impl<V> SmallMap<V> {
     pub fn get_or_insert_with(&mut self, k: &str, make: impl FnOnce() -> V) -> &mut V {
         if let Self::Small(v) = self {
             if v.len() >= SMALL && Self::find(v, k).is_err() {
-                *self = Self::Large(std::mem::take(v).into_iter().collect());
+                *self = Self::Large(Box::new(std::mem::take(v).into_iter().collect()));
             }
         }
         match self {
@@ -124,6 +126,14 @@ impl<V> SmallMap<V> {
         }
     }
 
+    /// Every value, mutably, in key order.
+    pub fn values_mut(&mut self) -> Box<dyn Iterator<Item = (&String, &mut V)> + '_> {
+        match self {
+            Self::Small(v) => Box::new(v.iter_mut().map(|(k, v)| (&*k, v))),
+            Self::Large(m) => Box::new(m.iter_mut()),
+        }
+    }
+
     pub fn iter(&self) -> Iter<'_, V> {
         match self {
             Self::Small(v) => Iter::Small(v.iter()),
@@ -166,7 +176,7 @@ impl<V> FromIterator<(String, V)> for SmallMap<V> {
             v.extend(m);
             Self::Small(v)
         } else {
-            Self::Large(m)
+            Self::Large(Box::new(m))
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Checker state per finished session: a session with no open work must
 //! cost at most 1 KiB of live heap, whatever it once held. Counted with a
-//! counting global allocator; prints the figures.
+//! counting global allocator; prints the figures. Ids are UUID-length (36
+//! characters), as real hosts send them.
 //!
 //! `cargo test -p narad-core --test checker_memory -- --nocapture`
 //! (set `NARAD_MEMORY_SESSIONS` for more than the default 20,000).
@@ -16,26 +17,59 @@ static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 const BOUND: f64 = 1024.0;
 
-fn event(session: usize, seq: u64, ty: &str, run: bool) -> Vec<u8> {
-    let tree = if run {
-        format!(r#","rootRunId":"run-{session}","runId":"run-{session}","sequence":{seq}"#)
+/// A 36-character id, unique per `(kind, session, n)`.
+fn uuid(kind: u8, session: usize, n: u64) -> String {
+    format!("{:08x}-{kind:04x}-4000-8000-{:012x}", session as u32, n)
+}
+
+fn event(session: usize, seq: u64, ty: &str, run: u64, step: u64) -> Vec<u8> {
+    let tree = if run > 0 {
+        let r = uuid(2, session, run);
+        format!(r#","rootRunId":"{r}","runId":"{r}","sequence":{step}"#)
     } else {
         String::new()
     };
+    let tool = uuid(3, session, run);
+    let (interrupt, wait) = (uuid(4, session, run), uuid(5, session, run));
     let body = match ty {
-        "session.custom" => r#","name":"acme.note","value":{"n":1}"#.to_owned(),
+        "session.custom" | "run.custom" => r#","name":"acme.note","value":{"n":1}"#.to_owned(),
         "tool.call.started" => format!(
-            r#","toolCallId":"tool-{session}","toolName":"search","executor":"backend","args":{{}}"#
+            r#","toolCallId":"{tool}","toolName":"search","executor":"backend","args":{{}}"#
         ),
         "tool.call.finished" => {
-            format!(r#","toolCallId":"tool-{session}","outcome":"success","response":{{}}"#)
+            format!(r#","toolCallId":"{tool}","outcome":"success","response":{{}}"#)
         }
+        "interrupt.requested" => format!(
+            r#","interruptId":"{interrupt}","waitId":"{wait}","kind":"approval","actions":["approve","deny"]"#
+        ),
+        "run.paused" => format!(
+            r#","waitId":"{wait}","reason":"interrupt","resumeMode":"command","interruptId":"{interrupt}""#
+        ),
+        "interrupt.resolved" => {
+            format!(r#","interruptId":"{interrupt}","waitId":"{wait}","decision":"approve""#)
+        }
+        "run.resumed" => format!(r#","waitId":"{wait}""#),
         _ => String::new(),
     };
     format!(
-        r#"{{"type":"{ty}","protocolVersion":"narad/v1","eventId":"evt-{session}-{seq}","timestamp":"2026-08-05T00:00:00Z","sessionId":"session-{session}","sessionSequence":{seq}{tree}{body}}}"#
+        r#"{{"type":"{ty}","protocolVersion":"narad/v1","eventId":"{}","timestamp":"2026-08-05T00:00:00Z","sessionId":"{}","sessionSequence":{seq}{tree}{body}}}"#,
+        uuid(1, session, seq),
+        uuid(0, session, 0),
     )
     .into_bytes()
+}
+
+/// A session of back-to-back runs of the given event types, numbered in order.
+fn runs(i: usize, count: u64, types: &[&str]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut seq = 0;
+    for run in 1..=count {
+        for (step, ty) in (1..).zip(types) {
+            seq += 1;
+            out.push(event(i, seq, ty, run, step));
+        }
+    }
+    out
 }
 
 /// Live heap bytes per session once `n` sessions built by `journal` are in.
@@ -58,37 +92,58 @@ fn per_session(n: usize, journal: impl Fn(usize) -> Vec<Vec<u8>>) -> f64 {
     live / n as f64
 }
 
+const TOOL_RUN: [&str; 4] = [
+    "run.started",
+    "tool.call.started",
+    "tool.call.finished",
+    "run.finished",
+];
+const INTERRUPT_RUN: [&str; 6] = [
+    "run.started",
+    "interrupt.requested",
+    "run.paused",
+    "interrupt.resolved",
+    "run.resumed",
+    "run.finished",
+];
+/// The shape of `narad bench validate`'s sessions: ten runs of eight events.
+const BENCH_RUN: [&str; 8] = [
+    "run.started",
+    "tool.call.started",
+    "run.custom",
+    "run.custom",
+    "run.custom",
+    "run.custom",
+    "tool.call.finished",
+    "run.finished",
+];
+
 #[test]
 fn a_finished_session_costs_at_most_one_kib() {
     let n = std::env::var("NARAD_MEMORY_SESSIONS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
-    let one_event = per_session(n, |i| vec![event(i, 1, "session.custom", false)]);
-    let finished_run = per_session(n, |i| {
-        vec![
-            event(i, 1, "run.started", true),
-            event(i, 2, "run.finished", true),
-        ]
-    });
-    let with_tool = per_session(n, |i| {
-        vec![
-            event(i, 1, "run.started", true),
-            event(i, 2, "tool.call.started", true),
-            event(i, 3, "tool.call.finished", true),
-            event(i, 4, "run.finished", true),
-        ]
-    });
-    println!("checker state per finished session, {n} sessions:");
+    let one_event = per_session(n, |i| vec![event(i, 1, "session.custom", 0, 0)]);
+    let finished_run = per_session(n, |i| runs(i, 1, &["run.started", "run.finished"]));
+    let with_tool = per_session(n, |i| runs(i, 1, &TOOL_RUN));
+    let with_interrupt = per_session(n, |i| runs(i, 1, &INTERRUPT_RUN));
+    let bench = per_session(n / 10, |i| runs(i, 10, &BENCH_RUN));
+    println!("checker state per finished session, {n} sessions, 36-character ids:");
     println!("  one session.custom event            {one_event:>8.0} bytes");
     println!("  run.started + run.finished          {finished_run:>8.0} bytes");
     println!("  ... with one finished tool call     {with_tool:>8.0} bytes");
-    assert!(
-        one_event <= BOUND,
-        "{one_event} bytes per one-event session"
+    println!("  ... with one resolved interrupt     {with_interrupt:>8.0} bytes");
+    println!(
+        "  ten runs of eight events (80)       {bench:>8.0} bytes ({:.0} per event)",
+        bench / 80.0
     );
-    assert!(
-        finished_run <= BOUND,
-        "{finished_run} bytes per finished-run session"
-    );
+    for (what, bytes) in [
+        ("one-event", one_event),
+        ("finished-run", finished_run),
+        ("tool-call", with_tool),
+        ("interrupt", with_interrupt),
+    ] {
+        assert!(bytes <= BOUND, "{bytes} bytes per {what} session");
+    }
 }

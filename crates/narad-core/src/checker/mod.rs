@@ -15,7 +15,9 @@
 
 mod client;
 mod conversation;
+mod derived;
 mod documents;
+mod seen;
 mod session;
 
 pub use client::{ClientLedger, CLOSURE_CODES};
@@ -30,8 +32,11 @@ use crate::model::{
 use crate::record::{IgnoredAuthority, Parsed, Record};
 use crate::small_map::SmallMap;
 use crate::validate::Validator;
+use derived::Derived;
+use seen::Seen;
 use serde::{Deserialize, Serialize};
 use session::Session;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -132,7 +137,7 @@ enum ToolState {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Tool {
-    run: String,
+    run: Box<str>,
     state: ToolState,
 }
 
@@ -222,17 +227,19 @@ pub enum Slot {
 pub struct Checker {
     validator: Validator,
     /// Boxed: a B-tree node holds eleven entries inline, and most are spare.
-    sessions: BTreeMap<String, Box<Session>>,
-    workspaces: BTreeMap<String, (SmallMap<u64>, u64)>,
+    sessions: BTreeMap<Box<str>, Box<Session>>,
+    workspaces: BTreeMap<String, (Seen, u64)>,
     client: ClientLedger,
     index: usize,
     canonical_graphs: bool,
 }
 
-/// Version of the [`Checker::snapshot`] layout. Version 2: a derived
+/// Version of the [`Checker::snapshot`] layout. Version 3: deduplication
+/// sets hold `[eventId hash, fingerprint]` pairs. Version 2: a derived
 /// graph's node index may be empty while the graph is small (it is then
-/// scanned). Version 1 snapshots, whose indexes are complete, restore too.
-const SNAPSHOT_FORMAT: u32 = 2;
+/// scanned). Versions 1 and 2, which hold eventIds themselves, restore too
+/// (their ids are hashed on the way in).
+const SNAPSHOT_FORMAT: u32 = 3;
 
 pub(crate) type R<T = ()> = Result<T, (&'static str, &'static str, String)>;
 
@@ -265,8 +272,14 @@ impl Checker {
     }
 
     /// The canonical graph of a run tree derived so far (§9.7).
-    pub fn graph(&self, session_id: &str, root_run_id: &str) -> Option<&RunGraph> {
-        self.sessions.get(session_id)?.derived.get(root_run_id)
+    /// (Borrowed while its root run is open; rebuilt from a compact form
+    /// once the root is terminal.)
+    pub fn graph(&self, session_id: &str, root_run_id: &str) -> Option<Cow<'_, RunGraph>> {
+        self.sessions
+            .get(session_id)?
+            .derived
+            .get(root_run_id)
+            .map(|g| g.graph(root_run_id))
     }
 
     /// Number of records pushed so far (accepted or not).
@@ -312,7 +325,7 @@ impl Checker {
 
     /// The active top-level execution of the session, if any.
     pub fn slot(&self, session_id: &str) -> Option<&Slot> {
-        self.sessions.get(session_id)?.slot.as_ref()
+        self.sessions.get(session_id)?.slot.as_deref()
     }
 
     /// The last run-tree `sequence` of a root (0 if none).
@@ -335,8 +348,8 @@ impl Checker {
 
     /// The run a tool call belongs to and whether it is still open.
     pub fn tool_call(&self, session_id: &str, tool_call_id: &str) -> Option<(&str, bool)> {
-        let t = self.sessions.get(session_id)?.x().tools.get(tool_call_id)?;
-        Some((t.run.as_str(), t.state == ToolState::Open))
+        let t = self.sessions.get(session_id)?.tools.get(tool_call_id)?;
+        Some((&t.run, t.state == ToolState::Open))
     }
 
     /// The state of a run, if it started.
@@ -396,14 +409,14 @@ impl Checker {
         #[derive(Serialize)]
         struct FullRef<'a> {
             state: &'a Session,
-            seen: &'a SmallMap<u64>,
-            derived: &'a SmallMap<RunGraph>,
+            seen: &'a Seen,
+            derived: derived::Graphs<'a>,
         }
         #[derive(Serialize)]
         struct SnapRef<'a> {
             format: u32,
             sessions: BTreeMap<&'a str, FullRef<'a>>,
-            workspaces: &'a BTreeMap<String, (SmallMap<u64>, u64)>,
+            workspaces: &'a BTreeMap<String, (Seen, u64)>,
             client: &'a ClientLedger,
             index: usize,
         }
@@ -414,11 +427,11 @@ impl Checker {
                 .iter()
                 .map(|(k, s)| {
                     (
-                        k.as_str(),
+                        &**k,
                         FullRef {
                             state: s,
                             seen: &s.seen,
-                            derived: &s.derived,
+                            derived: derived::Graphs(&s.derived),
                         },
                     )
                 })
@@ -437,14 +450,14 @@ impl Checker {
         #[derive(Deserialize)]
         struct Full {
             state: Session,
-            seen: SmallMap<u64>,
-            derived: SmallMap<RunGraph>,
+            seen: Seen,
+            derived: SmallMap<Derived>,
         }
         #[derive(Deserialize)]
         struct Snap {
             format: u32,
             sessions: BTreeMap<String, Full>,
-            workspaces: BTreeMap<String, (SmallMap<u64>, u64)>,
+            workspaces: BTreeMap<String, (Seen, u64)>,
             client: ClientLedger,
             index: usize,
         }
@@ -460,7 +473,8 @@ impl Checker {
                 s.seen = f.seen;
                 s.derived = f.derived;
                 s.reindex();
-                (k, Box::new(s))
+                s.pack_closed_graphs();
+                (k.into_boxed_str(), Box::new(s))
             })
             .collect();
         Some(Self {
@@ -547,7 +561,7 @@ impl Checker {
                     }
                 }
                 let ws = self.workspaces.entry(workspace_id.clone()).or_default();
-                ws.0.insert(id.clone(), fp);
+                ws.0.insert(id, fp);
                 ws.1 = rev;
                 return Ok(Applied::Applied);
             }
@@ -566,7 +580,7 @@ impl Checker {
                 node_id,
             } => (session_id, format!("node:{workflow_id}/{node_id}")),
         };
-        let known = self.sessions.get(session_id);
+        let known = self.sessions.get(session_id.as_str());
         if let Some(dup) = known.map(|s| dedup(&s.seen, id, fp)).transpose()?.flatten() {
             return Ok(dup);
         }
@@ -595,8 +609,8 @@ impl Checker {
                 "watch revision regressed within its scope",
             );
         }
-        let s = self.sessions.entry(session_id.clone()).or_default();
-        s.seen.insert(id.clone(), fp);
+        let s = self.sessions.entry(session_id.as_str().into()).or_default();
+        s.seen.insert(id, fp);
         s.x_mut().watch.insert(key, rev);
         Ok(Applied::Applied)
     }
@@ -609,7 +623,7 @@ impl Checker {
                 messages,
                 ..
             } => {
-                let s = self.sessions.entry(session_id.clone()).or_default();
+                let s = self.sessions.entry(session_id.as_str().into()).or_default();
                 s.x_mut().transcript.replace_with_snapshot(messages);
                 // §9.3: authority with greater sessionSequence applies after it.
                 s.head = s.head.max(*covers_through_session_sequence);
@@ -624,7 +638,10 @@ impl Checker {
             } => (anchor, Some(*base_revision)),
         };
         let empty = Session::default();
-        let s: &Session = self.sessions.get(&anchor.session_id).map_or(&empty, |s| s);
+        let s: &Session = self
+            .sessions
+            .get(anchor.session_id.as_str())
+            .map_or(&empty, |s| s);
         let (key, cursor) = match (
             &anchor.root_run_id,
             &anchor.source_run_cursor,
@@ -705,7 +722,7 @@ impl Checker {
         };
         let scope = self
             .sessions
-            .entry(anchor.session_id.clone())
+            .entry(anchor.session_id.as_str().into())
             .or_default()
             .x_mut()
             .graphs
@@ -718,10 +735,10 @@ impl Checker {
 
     fn authority(&mut self, ev: &AuthorityEvent) -> R<Applied> {
         let env = &ev.envelope;
-        let is_new_session = !self.sessions.contains_key(&env.session_id);
+        let is_new_session = !self.sessions.contains_key(env.session_id.as_str());
         let result = self.authority_in(ev);
         if result.is_err() && is_new_session {
-            self.sessions.remove(&env.session_id);
+            self.sessions.remove(env.session_id.as_str());
         }
         result
     }
@@ -731,18 +748,24 @@ impl Checker {
     /// domain it carries (§4.2), with the same refusals as any event.
     fn ignored(&mut self, ev: &IgnoredAuthority) -> R<Applied> {
         let env = &ev.envelope;
-        let is_new_session = !self.sessions.contains_key(&env.session_id);
-        let s = self.sessions.entry(env.session_id.clone()).or_default();
+        let is_new_session = !self.sessions.contains_key(env.session_id.as_str());
+        let s = self
+            .sessions
+            .entry(env.session_id.as_str().into())
+            .or_default();
         let result = s.ignored(env, fingerprint(ev.wire.json()));
         if result.is_err() && is_new_session {
-            self.sessions.remove(&env.session_id);
+            self.sessions.remove(env.session_id.as_str());
         }
         result
     }
 
     fn authority_in(&mut self, ev: &AuthorityEvent) -> R<Applied> {
         let env = &ev.envelope;
-        let s = self.sessions.entry(env.session_id.clone()).or_default();
+        let s = self
+            .sessions
+            .entry(env.session_id.as_str().into())
+            .or_default();
         let fp = fingerprint(ev.wire.json());
         if let Some(dup) = dedup(&s.seen, &env.event_id, fp)? {
             return Ok(dup);
@@ -774,7 +797,7 @@ impl Checker {
         // subsume the graph's), so its error is not surfaced here.
         let graph_step = env.root_run_id.as_deref().map(|root| {
             let step = match s.derived.get(root) {
-                Some(g) => g.prepare(ev),
+                Some(g) => g.graph(root).prepare(ev),
                 None if self.canonical_graphs => RunGraph::with_history(root).prepare(ev),
                 None => RunGraph::new(root).prepare(ev),
             };
@@ -785,15 +808,17 @@ impl Checker {
             match step {
                 Ok(step) => {
                     let canonical = self.canonical_graphs;
-                    s.derived
-                        .get_or_insert_with(root, || {
-                            if canonical {
-                                RunGraph::with_history(root)
-                            } else {
-                                RunGraph::new(root)
-                            }
+                    let g = s.derived.get_or_insert_with(root, || {
+                        Derived::live(if canonical {
+                            RunGraph::with_history(root)
+                        } else {
+                            RunGraph::new(root)
                         })
-                        .finish(step);
+                    });
+                    g.with_live(root, |g| g.finish(step));
+                    if s.runs.get(root).is_some_and(|r| r.state.is_terminal()) {
+                        g.pack(root);
+                    }
                 }
                 // Unreachable for accepted authority; drop the graph rather
                 // than keep a wrong one (a canonical check then fails).
@@ -803,7 +828,8 @@ impl Checker {
             }
         }
         s.head = env.session_sequence;
-        s.seen.insert(env.event_id.clone(), fp);
+        s.seen.insert(&env.event_id, fp);
+        s.trim();
         match &ev.payload {
             AuthorityPayload::ToolCallStarted {
                 tool_call_id,
@@ -882,7 +908,7 @@ fn canonical_check(
     if anchor.graph_schema_version != crate::graph::GRAPH_SCHEMA_VERSION {
         return Ok(None);
     }
-    let derived = s.derived.get(root).and_then(|g| g.at(cursor));
+    let derived = s.derived.get(root).and_then(|g| g.graph(root).at(cursor));
     match derived {
         Some(g) if g.revision() == anchor.revision && g.body() == emitted => Ok(Some(emitted)),
         _ => fail(
@@ -899,9 +925,9 @@ fn canonical_check(
 /// `Some(Duplicate)` for an identical redelivery, an error for the same id
 /// with different data, `None` for an id not seen yet. Records nothing: the
 /// caller records the id once the event is accepted.
-fn dedup(seen: &SmallMap<u64>, event_id: &str, fp: u64) -> R<Option<Applied>> {
+fn dedup(seen: &Seen, event_id: &str, fp: u64) -> R<Option<Applied>> {
     match seen.get(event_id) {
-        Some(prev) if *prev == fp => Ok(Some(Applied::Duplicate)),
+        Some(prev) if prev == fp => Ok(Some(Applied::Duplicate)),
         Some(_) => fail(
             "duplicate_event_conflict",
             "4.1",
@@ -1017,12 +1043,16 @@ impl Session {
         }
         if let (Some(root), Some(seq)) = (&env.root_run_id, env.sequence) {
             if let Some(g) = self.derived.get_mut(root) {
-                g.skip_to(seq);
+                let packed = g.is_packed();
+                g.with_live(root, |g| g.skip_to(seq));
+                if packed {
+                    g.pack(root);
+                }
             }
         }
         self.advance_sequences(env);
         self.head = env.session_sequence;
-        self.seen.insert(env.event_id.clone(), fp);
+        self.seen.insert(&env.event_id, fp);
         Ok(Applied::Skipped)
     }
 
@@ -1356,7 +1386,7 @@ impl Session {
                 executor,
                 ..
             } => {
-                if self.x().tools.contains_key(tool_call_id) {
+                if self.tools.contains_key(tool_call_id) {
                     return fail(
                         "tool_call_duplicate",
                         "7.8",
@@ -1382,17 +1412,17 @@ impl Session {
                     );
                 }
                 run.open_tools.insert(tool_call_id.clone());
-                self.x_mut().tools.insert(
+                self.tools.insert(
                     tool_call_id.clone(),
                     Tool {
-                        run: run_id,
+                        run: run_id.into(),
                         state: ToolState::Open,
                     },
                 );
                 Ok(())
             }
             P::ToolCallFinished { tool_call_id, .. } => {
-                let Some(tool) = self.x_mut().tools.get_mut(tool_call_id) else {
+                let Some(tool) = self.tools.get_mut(tool_call_id) else {
                     return fail(
                         "tool_call_unknown",
                         "7.9",
@@ -1406,7 +1436,7 @@ impl Session {
                         "exactly one finish follows each start",
                     );
                 }
-                if tool.run != run_id {
+                if *tool.run != *run_id {
                     return fail(
                         "tool_call_run_mismatch",
                         "3.5",
@@ -1439,7 +1469,7 @@ impl Session {
                         "the session already has an active top-level execution",
                     );
                 }
-                self.slot = Some(Slot::Workflow(wf_id.clone()));
+                self.slot = Some(Box::new(Slot::Workflow(wf_id.clone())));
                 self.x_mut().workflows.insert(wf_id, Workflow::default());
                 Ok(())
             }
@@ -1515,7 +1545,7 @@ impl Session {
                     );
                 }
                 wf.terminal = true;
-                if self.slot == Some(Slot::Workflow(wf_id)) {
+                if self.slot.as_deref() == Some(&Slot::Workflow(wf_id)) {
                     self.slot = None;
                 }
                 Ok(())
@@ -1601,7 +1631,7 @@ impl Session {
                         "the session already has an active top-level execution",
                     )
                 }
-                (None, None) => self.slot = Some(Slot::Run(run_id.to_owned())),
+                (None, None) => self.slot = Some(Box::new(Slot::Run(run_id.to_owned()))),
                 (Some(wf_id), _) => {
                     let wf = self.open_workflow(wf_id)?;
                     if wf.active_top_run.is_some() {
@@ -1658,7 +1688,7 @@ impl Session {
                 .insert(run_id.to_owned());
         }
         if top_level {
-            self.last_top_run = Some(run_id.to_owned());
+            self.last_top_run = Some(run_id.into());
         }
         self.runs.insert(
             run_id.to_owned(),
@@ -1712,7 +1742,7 @@ impl Session {
                 wf.active_top_run = None;
             }
         }
-        if self.slot == Some(Slot::Run(run_id.to_owned())) {
+        if self.slot.as_deref() == Some(&Slot::Run(run_id.to_owned())) {
             self.slot = None;
         }
         Ok(())

@@ -8,8 +8,9 @@
 //! field for field, so `state_json`, snapshots and `debug_state` do not
 //! depend on whether the box was ever allocated.
 
+use super::derived::Derived;
+use super::seen::Seen;
 use super::{Adjacency, Documents, GraphScope, Run, Slot, Tool, Transcript, Workflow};
-use crate::graph::RunGraph;
 use crate::small_map::SmallMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
@@ -20,16 +21,18 @@ pub(super) struct Session {
     pub head: u64,
     /// Session position covered by the last transcript snapshot (§9.3).
     pub covered: u64,
-    /// eventId -> fingerprint of the record's JSON value.
-    pub seen: SmallMap<u64>,
+    /// eventId hash -> fingerprint of the record's JSON value.
+    pub seen: Seen,
     /// The active, or most recently started, top-level run (§9.2 visibility).
-    pub last_top_run: Option<String>,
+    pub last_top_run: Option<Box<str>>,
     pub run_heads: SmallMap<u64>,
     pub runs: SmallMap<Run>,
     /// The session slot: an active independent top-level run or workflow.
-    pub slot: Option<Slot>,
+    /// Boxed: empty in every idle session.
+    pub slot: Option<Box<Slot>>,
+    pub tools: SmallMap<Tool>,
     /// The canonical graph derived from authority, per root run (§9.7).
-    pub derived: SmallMap<RunGraph>,
+    pub derived: SmallMap<Derived>,
     extra: Option<Box<Extra>>,
 }
 
@@ -39,7 +42,6 @@ pub(super) struct Extra {
     pub transcript: Transcript,
     pub documents: Documents,
     pub workflow_heads: SmallMap<u64>,
-    pub tools: SmallMap<Tool>,
     pub workflows: SmallMap<Workflow>,
     pub pending: Vec<Adjacency>,
     pub graphs: SmallMap<GraphScope>,
@@ -58,7 +60,6 @@ impl Extra {
             && d.attachments.is_empty()
             && d.artifacts.is_empty()
             && self.workflow_heads.len() == 0
-            && self.tools.len() == 0
             && self.workflows.len() == 0
             && self.pending.is_empty()
             && self.graphs.len() == 0
@@ -72,9 +73,27 @@ impl Session {
         self.extra.as_deref().unwrap_or(&EMPTY)
     }
 
+    /// Frees the rarely used parts once nothing is left in them (a closed
+    /// interrupt's adjacency entry, say), as a restore would.
+    pub fn trim(&mut self) {
+        if self.extra.as_deref().is_some_and(Extra::is_unused) {
+            self.extra = None;
+        }
+    }
+
     /// The rarely used parts, allocated on first use.
     pub fn x_mut(&mut self) -> &mut Extra {
         self.extra.get_or_insert_with(Box::default)
+    }
+
+    /// Packs the derived graphs of terminal root runs (after a restore).
+    pub fn pack_closed_graphs(&mut self) {
+        let runs = &self.runs;
+        for (root, g) in self.derived.values_mut() {
+            if runs.get(root).is_some_and(|r| r.state.is_terminal()) {
+                g.pack(root);
+            }
+        }
     }
 
     /// Rebuilds the transcript's id indexes after a restore.
@@ -96,7 +115,7 @@ impl Session {
             workflow_heads: &x.workflow_heads,
             run_heads: &self.run_heads,
             runs: &self.runs,
-            tools: &x.tools,
+            tools: &self.tools,
             workflows: &x.workflows,
             slot: &self.slot,
             pending: &x.pending,
@@ -114,8 +133,8 @@ struct View<'a> {
     head: u64,
     covered: u64,
     #[serde(skip)]
-    seen: &'a SmallMap<u64>,
-    last_top_run: &'a Option<String>,
+    seen: &'a Seen,
+    last_top_run: &'a Option<Box<str>>,
     transcript: &'a Transcript,
     documents: &'a Documents,
     workflow_heads: &'a SmallMap<u64>,
@@ -123,11 +142,11 @@ struct View<'a> {
     runs: &'a SmallMap<Run>,
     tools: &'a SmallMap<Tool>,
     workflows: &'a SmallMap<Workflow>,
-    slot: &'a Option<Slot>,
+    slot: &'a Option<Box<Slot>>,
     pending: &'a Vec<Adjacency>,
     graphs: &'a SmallMap<GraphScope>,
     #[serde(skip)]
-    derived: &'a SmallMap<RunGraph>,
+    derived: &'a SmallMap<Derived>,
     watch: &'a SmallMap<u64>,
 }
 
@@ -137,7 +156,7 @@ struct View<'a> {
 struct Flat {
     head: u64,
     covered: u64,
-    last_top_run: Option<String>,
+    last_top_run: Option<Box<str>>,
     transcript: Transcript,
     documents: Documents,
     workflow_heads: SmallMap<u64>,
@@ -145,7 +164,7 @@ struct Flat {
     runs: SmallMap<Run>,
     tools: SmallMap<Tool>,
     workflows: SmallMap<Workflow>,
-    slot: Option<Slot>,
+    slot: Option<Box<Slot>>,
     pending: Vec<Adjacency>,
     graphs: SmallMap<GraphScope>,
     watch: SmallMap<u64>,
@@ -189,7 +208,6 @@ impl<'de> Deserialize<'de> for Session {
             transcript: f.transcript,
             documents: f.documents,
             workflow_heads: f.workflow_heads,
-            tools: f.tools,
             workflows: f.workflows,
             pending: f.pending,
             graphs: f.graphs,
@@ -200,10 +218,11 @@ impl<'de> Deserialize<'de> for Session {
         Ok(Self {
             head: f.head,
             covered: f.covered,
-            seen: SmallMap::default(),
+            seen: Seen::default(),
             last_top_run: f.last_top_run,
             run_heads: f.run_heads,
             runs: f.runs,
+            tools: f.tools,
             slot: f.slot,
             derived: SmallMap::default(),
             extra: (!unused).then(|| Box::new(extra)),
