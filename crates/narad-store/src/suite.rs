@@ -549,9 +549,20 @@ where
 }
 
 fn watch(kind: &str, id: &str, revision: u64, session: &str) -> WatchWrite {
+    watch_in("ws", kind, id, revision, session)
+}
+
+/// A workspace watch event of `kind` in `workspace`, validated.
+pub(crate) fn watch_in(
+    workspace: &str,
+    kind: &str,
+    id: &str,
+    revision: u64,
+    session: &str,
+) -> WatchWrite {
     let bytes = serde_json::to_vec(&json!({
         "type": kind, "protocolVersion": "narad/v1", "eventId": id,
-        "timestamp": "2026-08-05T00:00:00Z", "workspaceId": "ws", "sessionId": session,
+        "timestamp": "2026-08-05T00:00:00Z", "workspaceId": workspace, "sessionId": session,
         "revision": revision
     }))
     .unwrap();

@@ -6,11 +6,9 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use narad_core::{Parsed, Record, Validator};
-use serde_json::json;
 
-use crate::suite::{batch, event};
-use crate::{Expect, SideSpace, SideWrite, Store, StoreError, WatchWrite};
+use crate::suite::{batch, event, watch_in};
+use crate::{Expect, SideSpace, SideWrite, Store, StoreError};
 
 fn put(space: SideSpace, key: &str, value: &str) -> SideWrite {
     SideWrite {
@@ -18,22 +16,6 @@ fn put(space: SideSpace, key: &str, value: &str) -> SideWrite {
         key: key.into(),
         expect: Expect::Absent,
         value: Some(Bytes::copy_from_slice(value.as_bytes())),
-    }
-}
-
-fn watch_in(workspace: &str, id: &str, revision: u64, session: &str) -> WatchWrite {
-    let bytes = serde_json::to_vec(&json!({
-        "type": "session.created", "protocolVersion": "narad/v1", "eventId": id,
-        "timestamp": "2026-08-05T00:00:00Z", "workspaceId": workspace, "sessionId": session,
-        "revision": revision
-    }))
-    .unwrap();
-    match Validator::default().parse(&bytes).unwrap() {
-        Parsed::Record {
-            record: Record::Watch(ev),
-            ..
-        } => WatchWrite::from_event(&ev).unwrap(),
-        other => panic!("{other:?}"),
     }
 }
 
@@ -53,11 +35,14 @@ where
     }
     b.side.push(put(SideSpace::Queue, "q", "other space"));
     b.side.push(put(SideSpace::Interrupt, "zz", "other space"));
-    b.watch.push(watch_in("ws-b", "w1", 1, "s"));
+    b.watch
+        .push(watch_in("ws-b", "session.created", "w1", 1, "s"));
     s.append(b).await.unwrap();
     let mut b = batch("t", 0, vec![event("t", 1, "a")]);
-    b.watch.push(watch_in("ws-a", "w2", 1, "t"));
-    b.watch.push(watch_in("ws-a", "w3", 2, "t"));
+    b.watch
+        .push(watch_in("ws-a", "session.created", "w2", 1, "t"));
+    b.watch
+        .push(watch_in("ws-a", "session.created", "w3", 2, "t"));
     s.append(b).await.unwrap();
 
     let mut sorted: Vec<&str> = keys.to_vec();
@@ -139,10 +124,12 @@ where
         b.side
             .push(put(space, &format!("k-{}", space.name()), space.name()));
     }
-    b.watch.push(watch_in("ws-a", "w1", 1, "s"));
+    b.watch
+        .push(watch_in("ws-a", "session.created", "w1", 1, "s"));
     from.append(b).await.unwrap();
     let mut b = batch("t", 0, vec![event("t", 1, "a")]);
-    b.watch.push(watch_in("ws-b", "w2", 5, "t"));
+    b.watch
+        .push(watch_in("ws-b", "session.created", "w2", 5, "t"));
     from.append(b).await.unwrap();
 
     let to = open(dir.join("target")).await.unwrap();
@@ -166,7 +153,8 @@ where
             value: None,
         });
     }
-    b.watch.push(watch_in("ws-a", "w3", 2, "s"));
+    b.watch
+        .push(watch_in("ws-a", "session.created", "w3", 2, "s"));
     assert_eq!(to.append(b).await.unwrap().head, 3);
     // Now they differ, and the comparison names where.
     assert!(matches!(
