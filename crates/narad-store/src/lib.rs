@@ -6,9 +6,12 @@
 //! by optimistic concurrency on the session head rather than by in-process
 //! locks.
 //!
-//! Backends: `narad-store-redb` (the embedded default) and
-//! `narad-store-sqlite`, both passing the shared [`suite`] (instantiated
-//! per backend with [`store_suite!`]); PostgreSQL follows (issue 8).
+//! Backends: `narad-store-redb` (the embedded default),
+//! `narad-store-sqlite` and `narad-store-postgres`, all passing the shared
+//! `suite` (instantiated per backend with `store_suite!`). The suite, the
+//! damaged-store suite, the fault-injecting store and the append bench live
+//! behind the `test-suite` feature, which backends enable only as a
+//! dev-dependency: the production library contains no test code.
 //!
 //! ## The contract, per method
 //!
@@ -529,7 +532,9 @@ pub trait Store: Send + Sync {
     async fn close(&self) -> Result<(), StoreError>;
 }
 
+#[cfg(feature = "test-suite")]
 pub mod bench;
+#[cfg(feature = "test-suite")]
 pub mod damage;
 #[cfg(feature = "test-suite")]
 pub mod fault;
@@ -538,7 +543,9 @@ pub mod history;
 pub mod migrate;
 pub mod plan;
 pub mod row;
+#[cfg(feature = "test-suite")]
 pub mod suite;
+#[cfg(feature = "test-suite")]
 pub mod suite_listing;
 
 pub use group::{Commit, Notice, Subscription};

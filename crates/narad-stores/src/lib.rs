@@ -11,6 +11,11 @@
 //!
 //! A bare path (no scheme) means `redb:`.
 //!
+//! Each backend is a cargo feature: `redb` (default), `sqlite` and
+//! `postgres`. A redb-only embedder compiles neither rusqlite nor the
+//! PostgreSQL client stack; a URL naming a backend left out is refused with
+//! [`StoreError::Backend`] saying which feature to enable.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), narad_store::StoreError> {
 //! use narad_store::Store;
@@ -24,19 +29,36 @@ use bytes::Bytes;
 use narad_store::{
     Appended, Batch, HistoryQuery, Page, SideSpace, Store, StoreError, Subscription, WatchPage,
 };
+#[cfg(feature = "postgres")]
 use narad_store_postgres::PostgresStore;
+#[cfg(feature = "redb")]
 use narad_store_redb::RedbStore;
+#[cfg(feature = "sqlite")]
 use narad_store_sqlite::SqliteStore;
+
+#[cfg(not(any(feature = "redb", feature = "sqlite", feature = "postgres")))]
+compile_error!("narad-stores needs at least one backend feature: redb, sqlite or postgres");
 
 /// Any backend, chosen by URL.
 #[derive(Debug, Clone)]
 pub enum AnyStore {
     /// redb.
+    #[cfg(feature = "redb")]
     Redb(RedbStore),
     /// SQLite.
+    #[cfg(feature = "sqlite")]
     Sqlite(SqliteStore),
     /// PostgreSQL.
+    #[cfg(feature = "postgres")]
     Postgres(PostgresStore),
+}
+
+/// The refusal for a URL whose backend this build leaves out.
+#[allow(dead_code)] // unused when every backend feature is on
+fn not_compiled(feature: &str) -> StoreError {
+    StoreError::Backend(format!(
+        "the {feature} backend is not compiled in (enable the narad-stores feature `{feature}`)"
+    ))
 }
 
 /// What a store URL names.
@@ -95,14 +117,30 @@ impl StoreUrl {
     }
 }
 
+impl StoreUrl {
+    /// The backend's name, which is also its cargo feature.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Self::Redb(_) => "redb",
+            Self::Sqlite(_) => "sqlite",
+            Self::Postgres(..) => "postgres",
+        }
+    }
+}
+
 /// Opens (or creates) the store a URL names. For commands that write.
 pub async fn open(url: &str) -> Result<AnyStore, StoreError> {
     Ok(match StoreUrl::parse(url)? {
+        #[cfg(feature = "redb")]
         StoreUrl::Redb(p) => AnyStore::Redb(RedbStore::open(p).await?),
+        #[cfg(feature = "sqlite")]
         StoreUrl::Sqlite(p) => AnyStore::Sqlite(SqliteStore::open(p).await?),
+        #[cfg(feature = "postgres")]
         StoreUrl::Postgres(url, schema) => {
             AnyStore::Postgres(PostgresStore::open(&url, &schema).await?)
         }
+        #[allow(unreachable_patterns)]
+        other => return Err(not_compiled(other.backend())),
     })
 }
 
@@ -119,11 +157,16 @@ pub async fn open(url: &str) -> Result<AnyStore, StoreError> {
 /// ```
 pub async fn open_existing(url: &str) -> Result<AnyStore, StoreError> {
     Ok(match StoreUrl::parse(url)? {
+        #[cfg(feature = "redb")]
         StoreUrl::Redb(p) => AnyStore::Redb(RedbStore::open_existing(p).await?),
+        #[cfg(feature = "sqlite")]
         StoreUrl::Sqlite(p) => AnyStore::Sqlite(SqliteStore::open_existing(p).await?),
+        #[cfg(feature = "postgres")]
         StoreUrl::Postgres(url, schema) => {
             AnyStore::Postgres(PostgresStore::open_existing(&url, &schema).await?)
         }
+        #[allow(unreachable_patterns)]
+        other => return Err(not_compiled(other.backend())),
     })
 }
 
@@ -135,17 +178,24 @@ pub async fn open_existing(url: &str) -> Result<AnyStore, StoreError> {
 /// backend has no such check (PostgreSQL checks its own pages).
 pub async fn check_integrity(url: &str) -> Result<Option<bool>, StoreError> {
     Ok(match StoreUrl::parse(url)? {
+        #[cfg(feature = "redb")]
         StoreUrl::Redb(p) => Some(RedbStore::check_integrity(p).await?),
+        #[cfg(feature = "sqlite")]
         StoreUrl::Sqlite(p) => Some(SqliteStore::check_integrity(p).await?),
         StoreUrl::Postgres(..) => None,
+        #[allow(unreachable_patterns)]
+        other => return Err(not_compiled(other.backend())),
     })
 }
 
 macro_rules! each {
     ($self:ident, $s:ident => $e:expr) => {
         match $self {
+            #[cfg(feature = "redb")]
             AnyStore::Redb($s) => $e,
+            #[cfg(feature = "sqlite")]
             AnyStore::Sqlite($s) => $e,
+            #[cfg(feature = "postgres")]
             AnyStore::Postgres($s) => $e,
         }
     };
