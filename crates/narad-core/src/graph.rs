@@ -19,8 +19,10 @@
 //! - the revision counts the events that changed the graph: the root's
 //!   `run.started` makes revision 1.
 //!
-//! Serialization is canonical because `serde_json` maps here keep keys in
-//! sorted order.
+//! [`RunGraph::canonical_bytes`] is RFC 8785 canonical JSON (the
+//! `canon-json` crate sorts keys itself), so the bytes do not depend on
+//! serde_json's map order: they hold when any crate in the build turns on
+//! serde_json's `preserve_order`.
 //!
 //! ```
 //! use narad_core::{graph::RunGraph, Parsed, Record, Validator};
@@ -534,9 +536,11 @@ impl RunGraph {
         })
     }
 
-    /// Canonical bytes of [`RunGraph::body`]: equal graphs give equal bytes.
+    /// Canonical bytes of [`RunGraph::body`] (RFC 8785): equal graphs give
+    /// equal bytes, whatever serde_json's map order.
     pub fn canonical_bytes(&self) -> Vec<u8> {
-        serde_json::to_vec(&self.body()).unwrap_or_default()
+        use canon_json::CanonJsonSerialize;
+        self.body().to_canon_json_vec().unwrap_or_default()
     }
 
     /// A complete `graph.snapshot` hydrate record of the current revision.
