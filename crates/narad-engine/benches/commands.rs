@@ -1,6 +1,8 @@
 //! Commands/s through the engine (durable appends) beside the store's raw
 //! append rate measured in the same run, for 1 and 64 concurrent sessions,
-//! and the cold-hydrate time of a 100,000-event session. On redb.
+//! and the cold-hydrate time of a 100,000-event session. On redb. Last,
+//! the same commands without and then with a `tracing` subscriber (every
+//! span and event formatted, written to a sink), side by side.
 //! `NARAD_BENCH_QUICK=1` shortens it. Figures only; nothing is asserted.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench code
@@ -144,6 +146,39 @@ fn main() {
             n as f64 / replay,
             size as f64 / (1024.0 * 1024.0),
             replay / restored
+        );
+        snap.store().close().await.unwrap();
+        drop(snap);
+
+        // Tracing cost: no subscriber, then a global one (installed last,
+        // since it cannot be removed), on a fresh engine each.
+        let per = 100 * k as usize;
+        let fresh = |name: &'static str| {
+            let path = dir.path().join(name);
+            async move { Engine::new(RedbStore::open(path).await.unwrap()) }
+        };
+        let quiet = fresh("quiet.redb").await;
+        let q1 = commands(&quiet, 1, per).await;
+        let q64 = commands(&quiet, 64, 5 * k as usize).await;
+        quiet.store().close().await.unwrap();
+        tracing::subscriber::set_global_default(
+            tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::DEBUG)
+                .with_writer(std::io::sink)
+                .finish(),
+        )
+        .unwrap();
+        let traced = fresh("traced.redb").await;
+        let t1 = commands(&traced, 1, per).await;
+        let t64 = commands(&traced, 64, 5 * k as usize).await;
+        traced.store().close().await.unwrap();
+        println!(
+            "tracing 1 session:   no subscriber {q1:>8.0} commands/s  debug subscriber {t1:>8.0} commands/s  ratio {:.2}",
+            t1 / q1
+        );
+        println!(
+            "tracing 64 sessions: no subscriber {q64:>8.0} commands/s  debug subscriber {t64:>8.0} commands/s  ratio {:.2}",
+            t64 / q64
         );
     });
 }

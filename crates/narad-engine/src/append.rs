@@ -23,7 +23,10 @@ macro_rules! retry {
             let attempt: Result<$crate::append::Attempt<_>, $crate::error::EngineError> =
                 $attempt.await;
             match attempt {
-                Ok($crate::append::Attempt::Again) => {}
+                Ok($crate::append::Attempt::Again) => {
+                    tracing::debug!("conflict: reloading and planning again");
+                    metrics::counter!($crate::telemetry::RETRIES).increment(1);
+                }
                 Ok($crate::append::Attempt::Done(v)) => {
                     outcome = Ok(v);
                     break;
@@ -51,6 +54,27 @@ pub(crate) enum Attempt<T> {
 const REDELIVERIES: usize = 4;
 
 impl<S: Store + 'static> Engine<S> {
+    /// [`Self::append_delivering`] in a `narad.append` span, timed.
+    pub(crate) async fn append_resolving(&self, batch: Batch) -> Result<Appended, StoreError> {
+        use tracing::Instrument;
+        let span = tracing::debug_span!(
+            crate::telemetry::SPAN_APPEND,
+            session = batch.session_id.as_str(),
+            events = batch.events.len(),
+            side = batch.side.len(),
+            outcome = tracing::field::Empty,
+        );
+        let start = std::time::Instant::now();
+        let outcome = self.append_delivering(batch).instrument(span.clone()).await;
+        metrics::histogram!(crate::telemetry::APPEND_SECONDS)
+            .record(crate::telemetry::seconds(start));
+        span.record(
+            "outcome",
+            outcome.as_ref().map_or_else(StoreError::code, |_| "ok"),
+        );
+        outcome
+    }
+
     /// Appends; when the outcome is unknown (the backend failed, e.g. a
     /// lost connection) redelivers the **same** batch — same event ids — a
     /// few times: the store recognizes it if it was applied, or applies it
@@ -59,7 +83,7 @@ impl<S: Store + 'static> Engine<S> {
     /// expectation) counts as applied only when every side record of the
     /// batch now holds exactly the bytes it wrote and the head moved by
     /// its events. Nothing else is guessed.
-    pub(crate) async fn append_resolving(&self, batch: Batch) -> Result<Appended, StoreError> {
+    async fn append_delivering(&self, batch: Batch) -> Result<Appended, StoreError> {
         let mut backoff = std::time::Duration::from_millis(20);
         let mut outcome = self.inner.store.append(batch.clone()).await;
         for _ in 0..REDELIVERIES {

@@ -14,6 +14,7 @@ use crate::error::EngineError;
 use crate::host::{timestamp, Principal};
 use crate::journal::{Draft, Journal};
 use crate::queue::{self, QueuedStart};
+use crate::telemetry;
 
 pub(crate) fn side(space: SideSpace, key: &str, expect: Expect, value: Vec<u8>) -> SideWrite {
     SideWrite {
@@ -49,10 +50,35 @@ impl<T> Plan<T> {
 }
 
 impl<S: Store + 'static> Engine<S> {
+    /// One command in its `narad.command` span, counted by outcome code.
+    pub(crate) async fn command<T>(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        plan: impl Fn(&Journal) -> Result<Plan<T>, EngineError>,
+    ) -> Result<(T, Vec<StoredEvent>), EngineError> {
+        use tracing::Instrument;
+        let name = telemetry::command_name(&plan);
+        let span = tracing::info_span!(
+            telemetry::SPAN_COMMAND,
+            command = name,
+            session = session_id,
+            outcome = tracing::field::Empty,
+        );
+        let outcome = self
+            .command_attempts(p, session_id, plan)
+            .instrument(span.clone())
+            .await;
+        let code = outcome.as_ref().map_or_else(EngineError::code, |_| "ok");
+        span.record("outcome", code);
+        metrics::counter!(telemetry::COMMANDS, "command" => name, "outcome" => code).increment(1);
+        outcome
+    }
+
     /// The command loop: hydrate if needed, plan from the reduced state,
     /// check every drafted event, append atomically; when another writer
     /// moved the head, reload and plan again.
-    pub(crate) async fn command<T>(
+    async fn command_attempts<T>(
         &self,
         p: &Principal,
         session_id: &str,
@@ -61,13 +87,19 @@ impl<S: Store + 'static> Engine<S> {
         let cell = self.cell(session_id);
         let mut slot = cell.lock().await;
         retry!(self, async {
-            if slot.is_none() {
+            if slot.is_some() {
+                metrics::counter!(telemetry::CACHE_HITS).increment(1);
+            } else {
                 *slot = Some(self.hydrate(session_id).await?);
             }
             let Some(j) = slot.as_mut() else {
                 return Ok(Attempt::Again);
             };
-            let planned = plan(j);
+            let span = tracing::debug_span!(telemetry::SPAN_PLAN, drafts = tracing::field::Empty);
+            let planned = span.in_scope(|| plan(j));
+            if let Ok(p) = &planned {
+                span.record("drafts", p.drafts.len());
+            }
             let Plan {
                 drafts,
                 side,

@@ -39,6 +39,7 @@ mod session_commands;
 mod snapshot;
 mod stop;
 mod subscribe;
+mod telemetry;
 mod timers;
 mod watch;
 mod workspace;

@@ -34,6 +34,7 @@ impl<S: Store + 'static> Engine<S> {
                 .map(|(k, _)| k.clone())
                 .take(cells.len() + 1 - self.inner.config.cached_sessions)
                 .collect();
+            metrics::counter!(crate::telemetry::CACHE_EVICTIONS).increment(idle.len() as u64);
             for k in idle {
                 cells.remove(&k);
             }
@@ -70,8 +71,27 @@ impl<S: Store + 'static> Engine<S> {
     }
 
     pub(crate) async fn hydrate(&self, session_id: &str) -> Result<Journal, EngineError> {
-        let meta = self.meta(session_id).await?;
-        let j = Journal::hydrate(&*self.inner.store, session_id, meta).await?;
+        use crate::telemetry;
+        use tracing::Instrument;
+        metrics::counter!(telemetry::CACHE_MISSES).increment(1);
+        let span = tracing::debug_span!(
+            telemetry::SPAN_HYDRATE,
+            session = session_id,
+            from = tracing::field::Empty,
+            replayed = tracing::field::Empty,
+        );
+        let start = std::time::Instant::now();
+        let meta = self.meta(session_id).instrument(span.clone()).await?;
+        let j = Journal::hydrate(&*self.inner.store, session_id, meta)
+            .instrument(span.clone())
+            .await?;
+        let from = if j.from_snapshot { "snapshot" } else { "full" };
+        let replayed = j.head.saturating_sub(j.snapshot_head);
+        span.record("from", from);
+        span.record("replayed", replayed);
+        metrics::histogram!(telemetry::HYDRATE_SECONDS, "from" => from)
+            .record(telemetry::seconds(start));
+        metrics::counter!(telemetry::HYDRATE_EVENTS).increment(replayed);
         let c = &self.inner.counters;
         c.hydrations.fetch_add(1, Ordering::Relaxed);
         if j.from_snapshot {

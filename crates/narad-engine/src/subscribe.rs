@@ -134,7 +134,15 @@ pub(crate) async fn wait_for_commit(
                 head,
             })) if *s == *session_id && head > cursor => return Woken::Commit,
             Some(Notice::Commit(_)) => {}
-            Some(Notice::Lagged { .. }) => return Woken::Lagged,
+            Some(Notice::Lagged { missed }) => {
+                tracing::debug!(
+                    session = session_id,
+                    missed,
+                    "follower lagged; re-reading from its cursor"
+                );
+                metrics::counter!(crate::telemetry::SUBSCRIBER_LAG).increment(missed);
+                return Woken::Lagged;
+            }
             None => return Woken::Closed,
         }
     }

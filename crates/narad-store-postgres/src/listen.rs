@@ -54,6 +54,14 @@ pub(crate) async fn listen(
             }
             pump.abort();
         }
+        if listening.is_none() {
+            tracing::warn!(
+                schema = schema.as_str(),
+                backoff_ms = backoff.as_millis() as u64,
+                "postgres LISTEN connection lost; reconnecting"
+            );
+            metrics::counter!("narad_postgres_listen_reconnects_total").increment(1);
+        }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(5));
     }

@@ -116,7 +116,13 @@ impl Announcer {
     }
 }
 
-type Request = (Batch, oneshot::Sender<Result<Appended, StoreError>>);
+/// A batch, where its answer goes, and the caller's span (the group's
+/// `narad.store.commit` span is a child of its first caller's).
+type Request = (
+    Batch,
+    oneshot::Sender<Result<Appended, StoreError>>,
+    tracing::Span,
+);
 
 /// How much sharing the group commit achieved so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -165,12 +171,28 @@ impl GroupCommit {
                             Err(_) => break,
                         }
                     }
-                    let (batches, replies): (Vec<Batch>, Vec<_>) = group.into_iter().unzip();
+                    let parent = group.first().map(|r| r.2.clone());
+                    let (batches, replies): (Vec<Batch>, Vec<_>) =
+                        group.into_iter().map(|(b, r, _)| (b, r)).unzip();
                     count.transactions.fetch_add(1, Ordering::Relaxed);
                     count
                         .batches
                         .fetch_add(batches.len() as u64, Ordering::Relaxed);
-                    let outcomes = match writer.commit_group(&batches) {
+                    let span = tracing::debug_span!(
+                        parent: parent.as_ref().and_then(tracing::Span::id),
+                        "narad.store.commit",
+                        group = batches.len(),
+                        commit_us = tracing::field::Empty,
+                    );
+                    let entered = span.enter();
+                    let start = std::time::Instant::now();
+                    let committed = writer.commit_group(&batches);
+                    let took = start.elapsed();
+                    span.record("commit_us", took.as_micros() as u64);
+                    drop(entered);
+                    metrics::histogram!("narad_store_group_size").record(batches.len() as f64);
+                    metrics::histogram!("narad_store_commit_seconds").record(took.as_secs_f64());
+                    let outcomes = match committed {
                         Ok(o) if o.len() == batches.len() => o,
                         Ok(_) => vec![
                             Err(StoreError::Backend(
@@ -216,7 +238,8 @@ impl GroupCommit {
         let (reply, answer) = oneshot::channel();
         let guard = self.tx.lock().map_err(|_| stopped())?;
         let tx = guard.as_ref().ok_or_else(stopped)?;
-        tx.send((batch, reply)).map_err(|_| stopped())?;
+        tx.send((batch, reply, tracing::Span::current()))
+            .map_err(|_| stopped())?;
         Ok(answer)
     }
 

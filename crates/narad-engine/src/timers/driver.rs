@@ -74,8 +74,23 @@ impl<S: Store + 'static> Engine<S> {
         }
     }
 
-    /// One pass over the due timers, of `only` one kind if given.
+    /// One pass over the due timers, of `only` one kind if given; each
+    /// fired timer is logged and counted.
     pub(crate) async fn fire_due(
+        &self,
+        p: &Principal,
+        only: Option<TimerKind>,
+    ) -> Result<TimerReport, EngineError> {
+        let report = self.fire_due_pass(p, only).await?;
+        for t in &report.fired {
+            let kind = t.kind.name();
+            tracing::info!(kind, session = t.session_id.as_str(), "timer fired");
+            metrics::counter!(crate::telemetry::TIMERS_FIRED, "kind" => kind).increment(1);
+        }
+        Ok(report)
+    }
+
+    async fn fire_due_pass(
         &self,
         p: &Principal,
         only: Option<TimerKind>,

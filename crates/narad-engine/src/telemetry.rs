@@ -1,0 +1,64 @@
+//! Names of the engine's spans and metrics, and the small helpers the
+//! instrumented code calls. Spans and events carry ids, counts, codes and
+//! durations only: never tool args, responses or message text (§12).
+//!
+//! Without a `tracing` subscriber or a `metrics` recorder installed, each
+//! call costs a check of a cached callsite interest or a no-op recorder.
+
+/// Span: one engine command (`command`, `session`, `outcome`, `attempts`).
+pub(crate) const SPAN_COMMAND: &str = "narad.command";
+/// Span: planning one attempt of a command (`drafts`).
+pub(crate) const SPAN_PLAN: &str = "narad.plan";
+/// Span: one append through the store (`session`, `events`, `side`).
+pub(crate) const SPAN_APPEND: &str = "narad.append";
+/// Span: rebuilding a session (`session`, `from`, `replayed`).
+pub(crate) const SPAN_HYDRATE: &str = "narad.hydrate";
+
+/// Counter `narad_commands_total{command, outcome}`.
+pub(crate) const COMMANDS: &str = "narad_commands_total";
+/// Histogram `narad_append_seconds`.
+pub(crate) const APPEND_SECONDS: &str = "narad_append_seconds";
+/// Counter `narad_session_cache_hits_total`.
+pub(crate) const CACHE_HITS: &str = "narad_session_cache_hits_total";
+/// Counter `narad_session_cache_misses_total`.
+pub(crate) const CACHE_MISSES: &str = "narad_session_cache_misses_total";
+/// Counter `narad_session_cache_evictions_total`.
+pub(crate) const CACHE_EVICTIONS: &str = "narad_session_cache_evictions_total";
+/// Histogram `narad_hydrate_seconds{from}`.
+pub(crate) const HYDRATE_SECONDS: &str = "narad_hydrate_seconds";
+/// Counter `narad_hydrate_events_total`: events replayed by hydrations.
+pub(crate) const HYDRATE_EVENTS: &str = "narad_hydrate_events_total";
+/// Counter `narad_subscriber_lag_total`: commit notices a follower missed.
+pub(crate) const SUBSCRIBER_LAG: &str = "narad_subscriber_lag_total";
+/// Counter `narad_retries_total`: conflict → reload retries.
+pub(crate) const RETRIES: &str = "narad_retries_total";
+/// Counter `narad_timers_fired_total{kind}`.
+pub(crate) const TIMERS_FIRED: &str = "narad_timers_fired_total";
+
+/// The public command a plan closure belongs to, from its type name
+/// (`…::start_run::{{closure}}::{{closure}}` → `start_run`): every command
+/// is named without threading a name through each call site.
+pub(crate) fn command_name<F>(_plan: &F) -> &'static str {
+    let mut path = std::any::type_name::<F>();
+    while let Some(rest) = path.strip_suffix("::{{closure}}") {
+        path = rest;
+    }
+    path.rsplit("::").next().unwrap_or(path)
+}
+
+/// Seconds since `start`, for histograms.
+pub(crate) fn seconds(start: std::time::Instant) -> f64 {
+    start.elapsed().as_secs_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_closure_is_named_after_its_function() {
+        fn start_run() -> &'static str {
+            let plan = |x: u8| x;
+            super::command_name(&plan)
+        }
+        assert_eq!(start_run(), "start_run");
+    }
+}
