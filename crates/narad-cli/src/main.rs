@@ -2,6 +2,10 @@
 //! verify and migrate stores, and run the benchmarks. Store URLs are
 //! `redb:PATH` and `sqlite:PATH` (a bare path means redb).
 //!
+//! `-v` (info), `-vv` (debug), `-vvv` (trace) or `RUST_LOG` print the
+//! engine's and stores' `tracing` logs on stderr, for people; stdout stays
+//! the command's output.
+//!
 //! Errors are one line on stderr and a non-zero exit, never a panic. All
 //! output goes through [`output`]: a closed pipe ends a command quietly
 //! with exit status 2, any other write failure with one typed line and 2.
@@ -12,7 +16,9 @@ mod import_cmd;
 mod migrate_cmd;
 mod ops_cmds;
 mod output;
+mod progress;
 mod records;
+mod show_cmd;
 mod store_cmds;
 mod tick_cmd;
 mod validate;
@@ -27,6 +33,9 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Logs on stderr: -v info, -vv debug, -vvv trace (`RUST_LOG` overrides).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
 }
 
 #[derive(Debug, Subcommand)]
@@ -35,14 +44,25 @@ enum Command {
     ///
     /// Prints `FILE: ok (N records)` or `FILE: rejected at line N: CODE: message`.
     /// Exits 0 if every file is accepted, 1 if any is rejected, 2 on usage or IO errors.
+    ///
+    /// Example: `narad validate --profiles narad.workflow/v1 trace.jsonl`
     Validate(validate::Args),
     /// One line per session: id, head sessionSequence, active execution, last event time.
+    ///
+    /// Example: `narad sessions --store sqlite:narad.db --json`
     Sessions {
-        /// Store URL (`redb:PATH`, `sqlite:PATH`).
+        /// Store URL (`redb:PATH`, `sqlite:PATH`, `postgres://…`).
         #[arg(long)]
         store: String,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
     },
-    /// A session's reduced state: runs as a tree, open work, interrupts, transcript.
+    /// A session's state: runs as a tree with their tool calls (name, args
+    /// summary, outcome), interrupts (kind, title, decision, expiry) and
+    /// terminals (code, message); usage totals; the transcript.
+    ///
+    /// Example: `narad show --store redb:narad.redb --session s-1 --json`
     Show {
         /// Store URL.
         #[arg(long)]
@@ -50,8 +70,13 @@ enum Command {
         /// The session.
         #[arg(long)]
         session: String,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Authority events as JSONL on stdout, bytes exactly as stored.
+    ///
+    /// Example: `narad export --store redb:narad.redb --session s-1 --after 10`
     Export {
         /// Store URL.
         #[arg(long)]
@@ -68,6 +93,8 @@ enum Command {
     },
     /// Appends JSONL journals through the checker, streaming, in batches of
     /// up to 1,000 events of one session, each all-or-nothing; rerunning is safe.
+    ///
+    /// Example: `narad import --store sqlite:narad.db sessions/*.jsonl`
     Import {
         /// Store URL.
         #[arg(long)]
@@ -76,13 +103,22 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
-    /// Checks every stored journal with the core checker; exit 0 iff all are valid.
+    /// Checks every stored journal with the core checker; exit 0 iff all
+    /// are valid. One line per damaged or refused session, counts per
+    /// damage kind and per refusal code, and a summary line.
+    ///
+    /// Example: `narad verify --store sqlite:narad.db --json`
     Verify {
         /// Store URL.
         #[arg(long)]
         store: String,
+        /// One JSON object per line (findings, then a summary).
+        #[arg(long)]
+        json: bool,
     },
     /// Copies every session between backends, verifying counts and bytes; safe to rerun.
+    ///
+    /// Example: `narad migrate --from redb:narad.redb --to postgres://localhost/narad`
     Migrate {
         /// Source store URL.
         #[arg(long)]
@@ -156,6 +192,8 @@ enum Command {
     },
     /// Benchmarks: durable appends, replay, engine commands (against a
     /// store), and streaming validate and import (on generated files).
+    ///
+    /// Example: `narad bench engine --store redb:/tmp/bench.redb --json`
     Bench {
         /// Which benchmark.
         #[arg(value_enum)]
@@ -200,10 +238,14 @@ async fn run(command: Command) -> store_cmds::Outcome {
     };
     match command {
         Command::Validate(_) => Ok(0),
-        Command::Sessions { store } => store_cmds::sessions(&existing(store).await?).await,
-        Command::Show { store, session } => {
-            store_cmds::show(&existing(store).await?, &session).await
+        Command::Sessions { store, json } => {
+            store_cmds::sessions(&existing(store).await?, json).await
         }
+        Command::Show {
+            store,
+            session,
+            json,
+        } => show_cmd::show(&existing(store).await?, &session, json).await,
         Command::Export {
             store,
             session,
@@ -211,7 +253,7 @@ async fn run(command: Command) -> store_cmds::Outcome {
             all,
         } => store_cmds::export(&existing(store).await?, session.as_deref(), after, all).await,
         Command::Import { store, files } => import_cmd::import(open(store).await?, &files).await,
-        Command::Verify { store } => store_cmds::verify(&store).await,
+        Command::Verify { store, json } => store_cmds::verify(&store, json).await,
         Command::Tick { store, json } => tick_cmd::tick(existing(store).await?, json).await,
         Command::Migrate { from, to } => {
             let (from, to) = (existing(from).await?, open(to).await?);
@@ -258,6 +300,33 @@ async fn run(command: Command) -> store_cmds::Outcome {
     }
 }
 
+/// Human-readable logs on stderr when asked for (`-v…` or `RUST_LOG`);
+/// none otherwise, so the engine's instrumentation costs nothing.
+fn logs(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let from_env = std::env::var_os(EnvFilter::DEFAULT_ENV).is_some();
+    if verbose == 0 && !from_env {
+        return;
+    }
+    let level = match verbose {
+        0 | 1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = if from_env {
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level))
+    } else {
+        EnvFilter::new(level)
+    };
+    // Each span is logged when it closes, with its fields (the outcome is
+    // recorded late) and its time.
+    let _ = tracing_subscriber::fmt()
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 /// Where the last panic happened, for the one line `main` prints if a
 /// panic escapes (the store backends catch theirs and report typed errors).
 static PANICKED_AT: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
@@ -273,6 +342,7 @@ fn main() -> ExitCode {
         }
     }));
     let cli = Cli::parse();
+    logs(cli.verbose);
     if let Command::Validate(args) = &cli.command {
         return validate::run(args);
     }

@@ -2,28 +2,27 @@
 //! contract's enumeration of every record ([`narad_store::migrate`]) and
 //! verifies every part of the target against the source.
 
-use std::io::IsTerminal;
-
 use narad_store::migrate::{compare, copy_all};
 use narad_stores::AnyStore;
 
-use crate::output::{self, out};
+use crate::output::out;
+use crate::progress;
 use crate::store_cmds::Outcome;
 
 /// Copies every session's journal, every record of every side space and
 /// every workspace watch stream; resumes where a previous run stopped;
 /// then compares counts and bytes of every part.
 pub async fn migrate(from: &AnyStore, to: &AnyStore) -> Outcome {
-    let tty = std::io::stderr().is_terminal();
+    let mut bar = None;
     let copied = copy_all(from, to, |i, n, sid| {
-        if tty {
-            output::error_text(format_args!("\r[{}/{n}] {sid}\x1b[K", i + 1));
-        }
+        let bar = bar.get_or_insert_with(|| progress::bar(n as u64, "migrate"));
+        bar.set_position(i as u64 + 1);
+        bar.set_message(sid.to_owned());
     })
     .await
     .map_err(|e| e.to_string())?;
-    if tty {
-        output::error_text(format_args!("\n"));
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
     }
     let verified = compare(from, to).await.map_err(|e| e.to_string())?;
     out!(

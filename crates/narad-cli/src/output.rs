@@ -97,13 +97,6 @@ pub fn error_line(args: fmt::Arguments<'_>) {
     let _ = writeln!(std::io::stderr().lock(), "{args}");
 }
 
-/// Writes to stderr without a newline (progress lines); failures ignored.
-pub fn error_text(args: fmt::Arguments<'_>) {
-    let mut err = std::io::stderr().lock();
-    let _ = err.write_fmt(args);
-    let _ = err.flush();
-}
-
 /// `println!` through [`line`]: `out!(...)` returns from the calling
 /// function with the output error when the write fails.
 macro_rules! out {

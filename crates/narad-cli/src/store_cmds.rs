@@ -2,14 +2,18 @@
 //! `migrate_cmd.rs`).
 //! Each returns `Ok(exit code)` or a one-line error.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use crate::output::{out, Failure, OutputError};
 
-use narad_core::checker::{Checker, Run};
-use narad_store::{row, Damage, SideSpace, Store, StoreError, StoredEvent};
+use narad_core::checker::Checker;
+use narad_store::{row, Damage, Store, StoreError, StoredEvent};
 use narad_stores::AnyStore;
+use serde::Serialize;
 use serde_json::Value;
+
+use crate::progress;
 
 pub type Outcome = Result<u8, Failure>;
 
@@ -69,15 +73,84 @@ pub async fn journal(store: &AnyStore, sid: &str, after: u64) -> Result<Vec<Stor
     read_journal(store, sid, after).await.map_err(err)
 }
 
-/// Replays a stored journal; `Err((sequence, message))` at the first refusal.
-fn check(events: &[StoredEvent]) -> (Checker, Result<(), (u64, String)>) {
+/// Replays a stored journal; `Err((sequence, code, message))` at the first refusal.
+fn check(events: &[StoredEvent]) -> (Checker, Result<(), (u64, &'static str, String)>) {
     let mut c = Checker::default();
     for ev in events {
         if let Err(r) = c.push_bytes(&ev.bytes) {
-            return (c, Err((ev.position.session_sequence, r.to_string())));
+            return (
+                c,
+                Err((ev.position.session_sequence, r.code, r.to_string())),
+            );
         }
     }
     (c, Ok(()))
+}
+
+/// One `narad sessions --json` line.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionLine<'a> {
+    session: &'a str,
+    head: u64,
+    /// `run` or `workflow` and its id; none when the session is idle.
+    active: Option<Active<'a>>,
+    last_event_at: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Active<'a> {
+    kind: &'static str,
+    id: &'a str,
+}
+
+/// One `narad verify --json` line: a finding, or the closing summary.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum VerifyLine<'a> {
+    /// Rows that disagree with their keys or the head record.
+    #[serde(rename_all = "camelCase")]
+    Damaged {
+        session: &'a str,
+        damage: &'static str,
+        position: Option<u64>,
+    },
+    /// A journal the checker refuses.
+    #[serde(rename_all = "camelCase")]
+    Refused {
+        session: &'a str,
+        session_sequence: u64,
+        code: &'static str,
+        reason: &'a str,
+    },
+    /// The store file itself is damaged.
+    #[serde(rename_all = "camelCase")]
+    FileDamaged { repaired: bool },
+    /// Counts over the whole store.
+    #[serde(rename_all = "camelCase")]
+    Summary {
+        sessions: u64,
+        valid: u64,
+        refused: u64,
+        damaged: u64,
+        damage: &'a BTreeMap<&'static str, u64>,
+        refusals: &'a BTreeMap<&'static str, u64>,
+    },
+}
+
+fn json_line(v: &impl Serialize) -> Result<(), Failure> {
+    let line = serde_json::to_string(v).map_err(|e| e.to_string())?;
+    out!("{line}");
+    Ok(())
+}
+
+/// "1 session" or "N sessions".
+fn sessions_word(n: u64) -> String {
+    if n == 1 {
+        "1 session".into()
+    } else {
+        format!("{n} sessions")
+    }
 }
 
 fn field(ev: &StoredEvent, name: &str) -> Option<String> {
@@ -87,10 +160,25 @@ fn field(ev: &StoredEvent, name: &str) -> Option<String> {
 }
 
 /// `narad sessions`
-pub async fn sessions(store: &AnyStore) -> Outcome {
+pub async fn sessions(store: &AnyStore, json: bool) -> Outcome {
     for sid in all_sessions(store).await? {
         let events = journal(store, &sid, 0).await?;
         let (c, _) = check(&events);
+        if json {
+            json_line(&SessionLine {
+                session: &sid,
+                head: events.last().map_or(0, |e| e.position.session_sequence),
+                active: c.slot(&sid).map(|s| match s {
+                    narad_core::checker::Slot::Run(r) => Active { kind: "run", id: r },
+                    narad_core::checker::Slot::Workflow(w) => Active {
+                        kind: "workflow",
+                        id: w,
+                    },
+                }),
+                last_event_at: events.last().and_then(|e| field(e, "timestamp")),
+            })?;
+            continue;
+        }
         let active = match c.slot(&sid) {
             Some(narad_core::checker::Slot::Run(r)) => format!("run:{r}"),
             Some(narad_core::checker::Slot::Workflow(w)) => format!("workflow:{w}"),
@@ -106,93 +194,6 @@ pub async fn sessions(store: &AnyStore) -> Outcome {
         );
     }
     Ok(0)
-}
-
-fn print_run(c: &Checker, sid: &str, id: &str, run: &Run, depth: usize) -> Result<(), OutputError> {
-    let pad = "  ".repeat(depth);
-    let mut line = format!("{pad}run {id} [{:?}]", run.state).to_lowercase();
-    if run.stop_requested {
-        line.push_str(" stop-requested");
-    }
-    if let Some(w) = &run.open_pause {
-        line.push_str(&format!(" paused(wait {w})"));
-    }
-    if let Some(e) = &run.client_executor {
-        line.push_str(&format!(" executor={e}"));
-    }
-    out!("{line}");
-    for t in &run.open_tools {
-        out!("{pad}  open tool call {t}");
-    }
-    if let Some(i) = &run.open_interrupt {
-        out!(
-            "{pad}  open interrupt {} (wait {}, actions: {})",
-            i.id,
-            i.wait_id,
-            i.actions.join(", ")
-        );
-    }
-    let mut children: Vec<(&String, &Run)> = c
-        .runs(sid)
-        .filter(|(_, r)| r.parent.as_deref() == Some(id))
-        .collect();
-    children.sort_by_key(|(k, _)| k.as_str());
-    for (cid, child) in children {
-        print_run(c, sid, cid, child, depth + 1)?;
-    }
-    Ok(())
-}
-
-/// `narad show`
-pub async fn show(store: &AnyStore, sid: &str) -> Outcome {
-    let events = journal(store, sid, 0).await?;
-    if events.is_empty()
-        && store
-            .side(SideSpace::Session, sid)
-            .await
-            .map_err(err)?
-            .is_none()
-    {
-        return Err(format!("no session `{sid}` in this store").into());
-    }
-    let (c, verdict) = check(&events);
-    out!("session {sid}: {} events", events.len());
-    if let Err((seq, why)) = &verdict {
-        out!("  journal refused at {seq}: {why}");
-    }
-    match c.slot(sid) {
-        Some(s) => out!("active execution: {s:?}"),
-        None => out!("active execution: none"),
-    }
-    for (id, w) in c.workflows(sid) {
-        out!(
-            "workflow {id} [{}]{}",
-            if w.terminal { "ended" } else { "open" },
-            w.open_interrupt
-                .as_ref()
-                .map(|i| format!(" open interrupt {}", i.id))
-                .unwrap_or_default()
-        );
-    }
-    let mut roots: Vec<(&String, &Run)> = c.runs(sid).filter(|(_, r)| r.parent.is_none()).collect();
-    roots.sort_by_key(|(k, _)| k.as_str());
-    for (id, run) in roots {
-        print_run(&c, sid, id, run, 0)?;
-    }
-    if let Some(t) = c.transcript(sid) {
-        if !t.messages.is_empty() {
-            out!("transcript:");
-        }
-        for m in &t.messages {
-            let shown = match &m.redacted {
-                None => m.content.clone(),
-                Some(Some(r)) => format!("{r} (redacted)"),
-                Some(None) => "(redacted)".into(),
-            };
-            out!("  {}: {shown}", m.role);
-        }
-    }
-    Ok(if verdict.is_ok() { 0 } else { 1 })
 }
 
 /// `narad export`
@@ -249,30 +250,60 @@ async fn inspect(
 /// `narad verify`: the backend's own integrity check where it has one,
 /// then every session's rows against their keys and head record, then
 /// every journal through the checker. One line per damaged or refused
-/// session, a summary with counts per damage kind; exit 1 on any finding.
-pub async fn verify(url: &str) -> Outcome {
-    let mut kinds: std::collections::BTreeMap<&'static str, u64> = Default::default();
+/// session, counts per damage kind and per refusal code, and a summary
+/// line; exit 1 on any finding. A progress bar on a terminal.
+pub async fn verify(url: &str, json: bool) -> Outcome {
+    let mut kinds: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut codes: BTreeMap<&'static str, u64> = BTreeMap::new();
     match narad_stores::check_integrity(url).await {
         Ok(Some(true) | None) => {}
         Ok(Some(false)) => {
-            out!("store file: damaged, repaired by the backend's integrity check (file)");
+            if json {
+                json_line(&VerifyLine::FileDamaged { repaired: true })?;
+            } else {
+                out!("store file: damaged, repaired by the backend's integrity check (file)");
+            }
             *kinds.entry(Damage::File.code()).or_default() += 1;
         }
         Err(e @ StoreError::Corrupt { .. }) => {
-            out!("store file: damaged (file): {e}");
-            out!("0 sessions valid, 0 refused, 1 damaged (file: 1)");
+            kinds.insert(Damage::File.code(), 1);
+            if json {
+                json_line(&VerifyLine::FileDamaged { repaired: false })?;
+                json_line(&VerifyLine::Summary {
+                    sessions: 0,
+                    valid: 0,
+                    refused: 0,
+                    damaged: 1,
+                    damage: &kinds,
+                    refusals: &codes,
+                })?;
+            } else {
+                out!("store file: damaged (file): {e}");
+                out!("0 sessions: 0 valid, 0 refused, 1 damaged (file: 1)");
+            }
             return Ok(1);
         }
         Err(e) => return Err(err(e).into()),
     }
     let store = narad_stores::open_existing(url).await.map_err(err)?;
-    let (mut ok, mut bad, mut damaged) = (0, 0, 0);
-    for sid in all_sessions(&store).await? {
-        let events = match inspect(&store, &sid).await? {
+    let (mut ok, mut bad, mut damaged) = (0u64, 0u64, 0u64);
+    let all = all_sessions(&store).await?;
+    let bar = progress::bar(all.len() as u64, "verify");
+    for sid in &all {
+        bar.inc(1);
+        let events = match inspect(&store, sid).await? {
             Ok(events) => events,
             Err((position, damage)) => {
                 damaged += 1;
                 *kinds.entry(damage.code()).or_default() += 1;
+                if json {
+                    json_line(&VerifyLine::Damaged {
+                        session: sid,
+                        damage: damage.code(),
+                        position,
+                    })?;
+                    continue;
+                }
                 match position {
                     Some(p) => out!("{sid}: damaged at position {p} ({})", damage.code()),
                     None => out!("{sid}: damaged ({})", damage.code()),
@@ -282,20 +313,52 @@ pub async fn verify(url: &str) -> Outcome {
         };
         match check(&events).1 {
             Ok(()) => ok += 1,
-            Err((seq, why)) => {
+            Err((seq, code, why)) => {
                 bad += 1;
-                out!("{sid}: refused at sessionSequence {seq}: {why}");
+                *codes.entry(code).or_default() += 1;
+                if json {
+                    json_line(&VerifyLine::Refused {
+                        session: sid,
+                        session_sequence: seq,
+                        code,
+                        reason: &why,
+                    })?;
+                } else {
+                    out!("{sid}: refused at sessionSequence {seq}: {why}");
+                }
             }
         }
     }
-    let counts: Vec<String> = kinds.iter().map(|(k, n)| format!("{k}: {n}")).collect();
-    if counts.is_empty() {
-        out!("{ok} sessions valid, {bad} refused, {damaged} damaged");
+    bar.finish_and_clear();
+    let total = all.len() as u64;
+    if json {
+        json_line(&VerifyLine::Summary {
+            sessions: total,
+            valid: ok,
+            refused: bad,
+            damaged,
+            damage: &kinds,
+            refusals: &codes,
+        })?;
+        return Ok(u8::from(bad > 0 || !kinds.is_empty()));
+    }
+    let counted = |m: &BTreeMap<&str, u64>| {
+        m.iter()
+            .map(|(k, n)| format!("{k}: {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !codes.is_empty() {
+        out!("refused by code: {}", counted(&codes));
+    }
+    let summary = format!(
+        "{}: {ok} valid, {bad} refused, {damaged} damaged",
+        sessions_word(total)
+    );
+    if kinds.is_empty() {
+        out!("{summary}");
     } else {
-        out!(
-            "{ok} sessions valid, {bad} refused, {damaged} damaged ({})",
-            counts.join(", ")
-        );
+        out!("{summary} ({})", counted(&kinds));
     }
     Ok(u8::from(bad > 0 || !kinds.is_empty()))
 }

@@ -46,7 +46,7 @@ fn a_200_mb_line_is_refused_in_bounded_memory() {
     );
     // Nothing of the file was imported.
     let (_, out, _) = run(bounded(&["verify", "--store", &store]));
-    assert_eq!(out, "0 sessions valid, 0 refused, 0 damaged\n");
+    assert_eq!(out, "0 sessions: 0 valid, 0 refused, 0 damaged\n");
     assert_children_rss_bounded("200 MB line");
 }
 
@@ -68,7 +68,7 @@ fn validate_and_import_stream_a_200_mb_file() {
     let (code, out, _) = run(bounded(&["verify", "--store", &store]));
     assert_eq!(
         (code, out.as_str()),
-        (0, "20 sessions valid, 0 refused, 0 damaged\n")
+        (0, "20 sessions: 20 valid, 0 refused, 0 damaged\n")
     );
     assert_children_rss_bounded("200 MB file");
 }
@@ -92,7 +92,7 @@ fn import_of_20k_one_event_sessions() {
     let (code, out, _) = run(bounded(&["verify", "--store", &store]));
     assert_eq!(
         (code, out.as_str()),
-        (0, "20000 sessions valid, 0 refused, 0 damaged\n")
+        (0, "20000 sessions: 20000 valid, 0 refused, 0 damaged\n")
     );
     assert_children_rss_bounded("20k sessions");
 }
@@ -186,7 +186,7 @@ fn bench_refuses_user_data_and_a_missing_tmpdir() {
     let (code, out, _) = run(bounded(&["verify", "--store", &store]));
     assert_eq!(
         (code, out.as_str()),
-        (0, "2 sessions valid, 0 refused, 0 damaged\n")
+        (0, "2 sessions: 2 valid, 0 refused, 0 damaged\n")
     );
     let (_, after, _) = run(bounded(&["export", "--all", "--store", &store]));
     assert_eq!(before, after);
@@ -246,7 +246,7 @@ fn two_concurrent_identical_imports_both_succeed() {
         let (code, out, _) = run(bounded(&["verify", "--store", &store]));
         assert_eq!(
             (code, out.as_str()),
-            (0, "301 sessions valid, 0 refused, 0 damaged\n")
+            (0, "301 sessions: 301 valid, 0 refused, 0 damaged\n")
         );
     }
     let (_, exported, _) = run(bounded(&["export", "--all", "--store", &store]));

@@ -148,37 +148,57 @@ fn main() {
             replay / restored
         );
         snap.store().close().await.unwrap();
-        drop(snap);
-
-        // Tracing cost: no subscriber, then a global one (installed last,
-        // since it cannot be removed), on a fresh engine each.
-        let per = 100 * k as usize;
-        let fresh = |name: &'static str| {
-            let path = dir.path().join(name);
-            async move { Engine::new(RedbStore::open(path).await.unwrap()) }
-        };
-        let quiet = fresh("quiet.redb").await;
-        let q1 = commands(&quiet, 1, per).await;
-        let q64 = commands(&quiet, 64, 5 * k as usize).await;
-        quiet.store().close().await.unwrap();
-        tracing::subscriber::set_global_default(
-            tracing_subscriber::fmt()
-                .with_max_level(tracing::Level::DEBUG)
-                .with_writer(std::io::sink)
-                .finish(),
-        )
-        .unwrap();
-        let traced = fresh("traced.redb").await;
-        let t1 = commands(&traced, 1, per).await;
-        let t64 = commands(&traced, 64, 5 * k as usize).await;
-        traced.store().close().await.unwrap();
-        println!(
-            "tracing 1 session:   no subscriber {q1:>8.0} commands/s  debug subscriber {t1:>8.0} commands/s  ratio {:.2}",
-            t1 / q1
-        );
-        println!(
-            "tracing 64 sessions: no subscriber {q64:>8.0} commands/s  debug subscriber {t64:>8.0} commands/s  ratio {:.2}",
-            t64 / q64
-        );
     });
+    tracing_cost(dir.path(), if quick { 1 } else { 4 });
+}
+
+/// Commands/s with no `tracing` subscriber and with a debug-level one
+/// (every span formatted, written to a sink), alternating over three
+/// rounds on a current-thread runtime so the subscriber (a thread-local
+/// default) sees every engine span; the median of each side is printed.
+fn tracing_cost(dir: &std::path::Path, k: usize) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let subscriber = || {
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+            .with_writer(std::io::sink)
+            .finish()
+    };
+    let mut figures: [[Vec<f64>; 2]; 2] = Default::default();
+    for round in 0..3 {
+        for (side, traced) in [false, true].into_iter().enumerate() {
+            let path = dir.join(format!("tracing-{round}-{side}.redb"));
+            let measure = || {
+                rt.block_on(async {
+                    let e = Engine::new(RedbStore::open(&path).await.unwrap());
+                    let one = commands(&e, 1, 100 * k).await;
+                    let many = commands(&e, 64, 5 * k).await;
+                    e.store().close().await.unwrap();
+                    (one, many)
+                })
+            };
+            let (one, many) = if traced {
+                tracing::subscriber::with_default(subscriber(), measure)
+            } else {
+                measure()
+            };
+            figures[0][side].push(one);
+            figures[1][side].push(many);
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    for (label, [quiet, traced]) in ["1 session:  ", "64 sessions:"].iter().zip(&mut figures) {
+        let (q, t) = (median(quiet), median(traced));
+        println!(
+            "tracing {label} no subscriber {q:>8.0} commands/s  debug subscriber {t:>8.0} commands/s  ratio {:.2} (median of 3 alternating rounds)",
+            t / q
+        );
+    }
 }
