@@ -23,6 +23,7 @@ use narad_stores::AnyStore;
 use tokio::sync::mpsc;
 
 use crate::output::{out, Failure, OutputError};
+use crate::progress;
 use crate::records::{ReadError, RecordFile};
 use crate::store_cmds::Outcome;
 
@@ -59,8 +60,8 @@ struct Chunk {
 }
 
 /// The first pass: every line of `path` is within the record limit and
-/// names its session.
-fn check_readable(path: &Path, limits: &Limits) -> Result<(), Failure> {
+/// names its session. Returns how many records it holds.
+fn check_readable(path: &Path, limits: &Limits) -> Result<u64, Failure> {
     let shown = path.display();
     let fail = |line: Option<u64>, code: &str, e: &dyn std::fmt::Display| {
         let at = line.map(|n| format!(" line {n}")).unwrap_or_default();
@@ -71,7 +72,9 @@ fn check_readable(path: &Path, limits: &Limits) -> Result<(), Failure> {
         ReadError::Io(_) => fail(None, e.code(), &e),
     };
     let mut file = RecordFile::open(path, limits).map_err(read)?;
+    let mut records = 0;
     while let Some((line, bytes)) = file.next_record().map_err(read)? {
+        records += 1;
         if session_of(bytes).is_none() {
             return Err(fail(
                 Some(line),
@@ -80,7 +83,7 @@ fn check_readable(path: &Path, limits: &Limits) -> Result<(), Failure> {
             ));
         }
     }
-    Ok(())
+    Ok(records)
 }
 
 /// `narad import`
@@ -97,9 +100,16 @@ pub async fn import_files(
     verbose: bool,
 ) -> Result<u64, Failure> {
     let limits = Limits::default();
+    let mut total = 0;
     for path in files {
-        check_readable(path, &limits)?;
+        total += check_readable(path, &limits)?;
     }
+    // The bar is the import command's; callers that print nothing get none.
+    let bar = if verbose {
+        progress::bar(total, "import", "records")
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
     let engine = Engine::new(store);
     let me = Principal::new("narad-cli");
     let (mut senders, mut workers) = (Vec::new(), Vec::new());
@@ -111,6 +121,7 @@ pub async fn import_files(
             me.clone(),
             rx,
             verbose,
+            bar.clone(),
         )));
     }
     let sent = send_all(files, &limits, &senders).await;
@@ -128,6 +139,7 @@ pub async fn import_files(
             }
         }
     }
+    bar.finish_and_clear();
     engine.store().close().await.map_err(|e| e.to_string())?;
     match (first_error, sent) {
         (Some(e), _) | (None, Err(e)) => Err(e),
@@ -208,12 +220,14 @@ async fn worker(
     me: Principal,
     mut rx: mpsc::Receiver<Chunk>,
     verbose: bool,
+    bar: indicatif::ProgressBar,
 ) -> Result<u64, OutputError> {
     let mut runs: HashMap<String, Run> = HashMap::new();
     // A refused session's later lines cannot pass either: they are skipped.
     let mut refused: HashSet<String> = HashSet::new();
     let mut failed = 0;
     while let Some(c) = rx.recv().await {
+        bar.inc(c.records.len() as u64);
         let run = runs.entry(c.sid.clone()).or_default();
         if refused.contains(&c.sid) {
             run.skipped += c.records.len() as u64;

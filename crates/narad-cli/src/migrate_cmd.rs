@@ -15,7 +15,7 @@ use crate::store_cmds::Outcome;
 pub async fn migrate(from: &AnyStore, to: &AnyStore) -> Outcome {
     let mut bar = None;
     let copied = copy_all(from, to, |i, n, sid| {
-        let bar = bar.get_or_insert_with(|| progress::bar(n as u64, "migrate"));
+        let bar = bar.get_or_insert_with(|| progress::bar(n as u64, "migrate", "sessions"));
         bar.set_position(i as u64 + 1);
         bar.set_message(sid.to_owned());
     })

@@ -288,7 +288,7 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
     let store = narad_stores::open_existing(url).await.map_err(err)?;
     let (mut ok, mut bad, mut damaged) = (0u64, 0u64, 0u64);
     let all = all_sessions(&store).await?;
-    let bar = progress::bar(all.len() as u64, "verify");
+    let bar = progress::bar(all.len() as u64, "verify", "sessions");
     for sid in &all {
         bar.inc(1);
         let events = match inspect(&store, sid).await? {
