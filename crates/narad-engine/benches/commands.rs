@@ -185,8 +185,9 @@ fn tracing_cost(dir: &std::path::Path, k: usize) {
                 rt.block_on(async {
                     let store = SqliteStore::open_with(&path, no_fsync.clone()).await;
                     let e = Engine::new(store.unwrap());
-                    let one = commands(&e, 1, 100 * k).await;
-                    let many = commands(&e, 64, 5 * k).await;
+                    // Long enough (about a second a side) to average out noise.
+                    let one = commands(&e, 1, 2_000 * k).await;
+                    let many = commands(&e, 64, 50 * k).await;
                     e.store().close().await.unwrap();
                     (one, many)
                 })
