@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use narad_core::checker::{Checker, Run, RunState, Slot};
+use narad_core::checker::{Checker, RunState, Slot};
 use narad_core::model::{AuthorityPayload, Outcome as ToolResult, Usage};
 use narad_core::{AuthorityEvent, Parsed, Record, Validator};
 use narad_store::{SideSpace, Store, StoredEvent};
@@ -256,7 +256,9 @@ fn terminal(ty: &'static str, code: Option<String>, message: Option<String>) -> 
     TerminalLine { ty, code, message }
 }
 
-/// The run tree depth-first, children in id order.
+/// The run tree depth-first, children in id order. Each run is copied
+/// out of the checker at once, so this holds whatever `Checker::runs`
+/// lends (a reference or a copy).
 fn runs(
     c: &Checker,
     sid: &str,
@@ -265,23 +267,26 @@ fn runs(
     terminals: &mut BTreeMap<String, TerminalLine>,
     out: &mut Vec<RunLine>,
 ) {
-    let mut level: Vec<(&String, &Run)> = c
+    let mut level: Vec<RunLine> = c
         .runs(sid)
         .filter(|(_, r)| r.parent.as_deref() == parent)
-        .collect();
-    level.sort_by_key(|(k, _)| k.as_str());
-    for (id, run) in level {
-        out.push(RunLine {
-            id: id.clone(),
+        .map(|(id, run)| RunLine {
+            id: id.to_string(),
             parent: run.parent.clone(),
             depth,
             state: state_word(run.state),
             stop_requested: run.stop_requested,
             paused_wait: run.open_pause.clone(),
             executor: run.client_executor.clone(),
-            terminal: terminals.remove(id.as_str()),
-        });
-        runs(c, sid, Some(id), depth + 1, terminals, out);
+            terminal: None,
+        })
+        .collect();
+    level.sort_by(|a, b| a.id.cmp(&b.id));
+    for mut line in level {
+        line.terminal = terminals.remove(line.id.as_str());
+        let id = line.id.clone();
+        out.push(line);
+        runs(c, sid, Some(&id), depth + 1, terminals, out);
     }
 }
 
@@ -435,7 +440,7 @@ pub async fn show(store: &AnyStore, sid: &str, json: bool) -> Outcome {
     report.workflows = c
         .workflows(sid)
         .map(|(id, w)| WorkflowLine {
-            id: id.clone(),
+            id: id.to_string(),
             ended: w.terminal,
             open_interrupt: w.open_interrupt.as_ref().map(|i| i.id.clone()),
         })
