@@ -6,8 +6,8 @@
 //! | URL | backend |
 //! |---|---|
 //! | `redb:PATH` | [`narad_store_redb::RedbStore`] (the embedded default) |
-//! | `sqlite:PATH` | [`narad_store_sqlite::SqliteStore`] |
-//! | `postgres://…[?schema=NAME]` | [`narad_store_postgres::PostgresStore`] (schema `narad` by default) |
+//! | `sqlite:PATH` | `narad_store_sqlite::SqliteStore` (feature `sqlite`) |
+//! | `postgres://…[?schema=NAME]` | `narad_store_postgres::PostgresStore` (feature `postgres`; schema `narad` by default) |
 //!
 //! A bare path (no scheme) means `redb:`.
 //!
