@@ -278,3 +278,36 @@ impl Store for AnyStore {
         each!(self, s => s.close().await)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    /// Run per feature set (`.ci/run` does): every backend left out of the
+    /// build refuses its URL, naming the feature to enable, and creates
+    /// nothing.
+    #[tokio::test]
+    async fn a_backend_left_out_is_refused_naming_its_feature() {
+        let dir = tempfile::tempdir().unwrap();
+        let redb = format!("redb:{}", dir.path().join("x.redb").display());
+        let sqlite = format!("sqlite:{}", dir.path().join("x.sqlite").display());
+        let cases = [
+            ("redb", redb, cfg!(feature = "redb")),
+            ("sqlite", sqlite, cfg!(feature = "sqlite")),
+            (
+                "postgres",
+                "postgres://127.0.0.1:1/db".to_owned(),
+                cfg!(feature = "postgres"),
+            ),
+        ];
+        for (feature, url, compiled) in cases {
+            if compiled {
+                continue;
+            }
+            let err = crate::open(&url).await.unwrap_err();
+            assert_eq!(err.code(), "backend", "{url}");
+            assert!(err.to_string().contains(&format!("`{feature}`")), "{err}");
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
