@@ -43,6 +43,7 @@ fn message(e: &EngineError) -> String {
         EngineError::Rejected { message, .. } | EngineError::Client { message, .. } => {
             message.clone()
         }
+        EngineError::InvalidCommand(m) => m.clone(),
         other => other.to_string(),
     }
 }

@@ -59,15 +59,19 @@ pub async fn create_session(
         None => None,
         Some(list) => Some(ProfileSet::parse(&list).map_err(|_| invalid("unknown profile"))?),
     };
-    e.create_session(
-        p,
-        NewSession {
-            session_id,
-            profiles,
-            workspace_id,
-        },
-    )
-    .await
+    let new = NewSession {
+        session_id,
+        profiles,
+        workspace_id,
+    };
+    match e.create_session(p, new).await {
+        // A session that already has events fails its head guard (head 0)
+        // before its side record: it exists all the same.
+        Err(EngineError::Store(narad_store::StoreError::HeadConflict { .. })) => {
+            Err(EngineError::SessionExists)
+        }
+        other => other,
+    }
 }
 
 /// `message`: a user message at session scope; `content` is JSON text.

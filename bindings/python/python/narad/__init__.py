@@ -24,7 +24,7 @@ from ._errors import (
     StoreError,
 )
 from ._executor import ClientToolExecutor, Handled
-from ._state import SessionState
+from ._state import Interrupt, Message, Run, SessionState, ToolCall
 
 __all__ = [
     "AttachItem",
