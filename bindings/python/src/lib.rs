@@ -6,6 +6,8 @@
 //! bytes, JSON text); `protocol` builds the engine's arguments, and the
 //! Python package turns JSON text into dicts and dataclasses.
 
+mod bench;
+mod bridge;
 mod errors;
 mod protocol;
 
@@ -17,9 +19,9 @@ use narad_engine::{EngineError, Principal};
 use narad_stores::AnyStore;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use pyo3_async_runtimes::tokio::future_into_py;
 use serde_json::Value;
 
+use crate::bridge::spawn as future_into_py;
 use crate::errors::to_py;
 use crate::protocol::{Eng, RunArgs};
 
@@ -352,6 +354,17 @@ impl NativeEngine {
         .await)
     }
 
+    /// Benchmark only: the same turns as `examples/bench.py`, run from
+    /// Rust on this engine. Returns `(commands, seconds)`.
+    fn _bench_rust<'py>(
+        &self,
+        py: Python<'py>,
+        sessions: usize,
+        turns: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        awaitable!(self, py, |e, p| bench::run(e, p, sessions, turns).await)
+    }
+
     #[staticmethod]
     fn new_id(kind: &str) -> String {
         protocol::new_id(kind)
@@ -585,16 +598,21 @@ fn static_outcome(s: &str) -> &'static str {
 }
 
 /// Runs the Python tool `tool(name, args_json)`, an async function that
-/// returns `(outcome, response_json)`. A tool that raises finishes as an
-/// error whose response names no detail (its text may be protected).
-async fn run_tool(tool: Py<PyAny>, name: String, args: Value) -> (&'static str, Value) {
+/// returns `(outcome, response_json)`, on the caller's event loop. A tool
+/// that raises finishes as an error whose response names no detail (its
+/// text may be protected).
+async fn run_tool(
+    event_loop: Py<PyAny>,
+    tool: Py<PyAny>,
+    name: String,
+    args: Value,
+) -> (&'static str, Value) {
     let raised = || ("error", serde_json::json!({"code": "tool_raised"}));
-    let fut = Python::attach(|py| {
-        let coro = tool.bind(py).call1((name, args.to_string()))?;
-        pyo3_async_runtimes::tokio::into_future(coro)
-    });
-    let Ok(fut) = fut else { return raised() };
-    let Ok(out) = fut.await else { return raised() };
+    let out = bridge::call_async(event_loop, move |py| {
+        tool.bind(py).call1((name, args.to_string()))
+    })
+    .await;
+    let Ok(out) = out else { return raised() };
     let parsed = Python::attach(|py| out.bind(py).extract::<(String, String)>());
     match parsed {
         Ok((outcome, response)) => match serde_json::from_str(&response) {
@@ -629,9 +647,15 @@ impl NativeExecutor {
         tool: Py<PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let exec = Arc::clone(&self.exec);
+        let event_loop = py
+            .import("asyncio")?
+            .call_method0("get_running_loop")?
+            .unbind();
         future_into_py(py, async move {
             let handled = exec
-                .handle(&message, |name, args| run_tool(tool, name, args))
+                .handle(&message, |name, args| {
+                    run_tool(event_loop, tool, name, args)
+                })
                 .await
                 .map_err(to_py)?;
             Ok(match handled {
@@ -659,5 +683,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeEngine>()?;
     m.add_class::<NativeFollow>()?;
     m.add_class::<NativeExecutor>()?;
+    m.add_function(wrap_pyfunction!(bridge::drain, m)?)?;
     Ok(())
 }

@@ -70,3 +70,23 @@ async def test_restart_and_continue(url):
     page = await e.history(sid)
     assert [p.session_sequence for p in page.events] == list(range(1, len(page.events) + 1))
     await e.close()
+
+
+async def test_a_waiting_follower_never_blocks_the_event_loop(url):
+    e = await narad.Engine.open(url)
+    sid = await e.create_session()
+    sub = e.subscribe(sid, after=0)
+    waiting = asyncio.create_task(sub.__anext__())
+    ticks = 0
+    for _ in range(20):
+        await asyncio.sleep(0.005)
+        ticks += 1
+    assert ticks == 20 and not waiting.done()
+    await e.message(sid, "wake")
+    item = await asyncio.wait_for(waiting, 5)
+    assert item.type == "message.user.recorded" and item.session_sequence == 1
+    # A cancelled wait aborts its engine task cleanly.
+    pending = asyncio.create_task(sub.__anext__())
+    await asyncio.sleep(0.01)
+    pending.cancel()
+    await e.close()

@@ -11,6 +11,9 @@ sessions, runs, tool calls, interrupts and streamed text::
     await engine.end_run(sid, run)
 """
 
+import atexit as _atexit
+
+from . import _native
 from ._engine import AttachItem, Attachment, Engine, HistoryPage, StartedRun, TextStream
 from ._errors import (
     ClientExecutionError,
@@ -50,3 +53,6 @@ __all__ = [
     "TextStream",
     "ToolCall",
 ]
+
+# Let engine tasks leave Python before the interpreter finalizes.
+_atexit.register(_native.drain, 2.0)
