@@ -16,12 +16,15 @@ use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::IntoPyObjectExt;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+static GET_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static RESOLVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The binding's tokio runtime (multi-threaded, started on first use).
 pub fn runtime() -> PyResult<&'static Runtime> {
@@ -77,13 +80,13 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
     let rt = runtime()?;
-    let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+    let event_loop = GET_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
     let py_fut = event_loop.call_method0("create_future")?;
-    let resolve = py.import("narad._bridge")?.getattr("resolve")?;
+    let resolve = RESOLVE.import(py, "narad._bridge", "resolve")?;
     let (lp, pf, res) = (
         event_loop.unbind(),
         py_fut.clone().unbind(),
-        resolve.unbind(),
+        resolve.clone().unbind(),
     );
     let counted = InFlight::new();
     let handle = rt.spawn(async move {
