@@ -80,7 +80,9 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
     let rt = runtime()?;
-    let event_loop = GET_LOOP.import(py, "asyncio", "get_running_loop")?.call0()?;
+    let event_loop = GET_LOOP
+        .import(py, "asyncio", "get_running_loop")?
+        .call0()?;
     let py_fut = event_loop.call_method0("create_future")?;
     let resolve = RESOLVE.import(py, "narad._bridge", "resolve")?;
     let (lp, pf, res) = (
