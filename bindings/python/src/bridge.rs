@@ -1,15 +1,17 @@
 //! The asyncio ↔ tokio bridge. A command runs on the binding's tokio
-//! runtime; its result is handed to the asyncio loop with
-//! `call_soon_threadsafe`, so the event loop never blocks.
+//! runtime; its output is queued for the asyncio loop ([`LoopChannel`]),
+//! so the event loop never blocks and engine threads never take the GIL.
 //!
-//! Why not a stock bridge: a tokio worker that takes the GIL while the
+//! Why not a stock bridge: a tokio worker that waits for the GIL stalls
+//! every other session on that worker, and one that takes it while the
 //! interpreter finalizes aborts the process ("PyGILState_Release … must be
-//! current"). Here every bridged task is counted until it has left Python,
-//! a cancelled asyncio future aborts its task, and `drain` (registered with
-//! `atexit`, which runs before finalization) waits for the count to reach
-//! zero.
+//! current"). Here workers only queue; a cancelled asyncio future aborts
+//! its task; and `drain` (registered with `atexit`) waits for in-flight
+//! tasks (the client executor's tool call does enter Python) to finish.
 
 use std::future::Future;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -25,6 +27,7 @@ static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 static GET_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static RESOLVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static CHANNEL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The binding's tokio runtime (multi-threaded, started on first use).
 pub fn runtime() -> PyResult<&'static Runtime> {
@@ -73,6 +76,84 @@ impl AbortOnCancel {
     }
 }
 
+/// Turns a finished command's output into a Python value (on the loop's thread).
+type Done = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Py<PyAny>> + Send>;
+
+/// The completions of one asyncio loop. Engine threads never take the GIL:
+/// they queue `(future, output)` and write one byte to a pipe the loop
+/// watches (`loop.add_reader`) when the queue turns non-empty; the loop
+/// then resolves every queued future in one pass. A worker blocked on the
+/// GIL would stall the engine's other sessions.
+#[pyclass(frozen, module = "narad._native")]
+pub struct LoopChannel {
+    queue: Mutex<Vec<(Py<PyAny>, Done)>>,
+    writer: Mutex<std::io::PipeWriter>,
+    reader: Mutex<std::io::PipeReader>,
+    fd: i64,
+}
+
+impl LoopChannel {
+    fn push(&self, fut: Py<PyAny>, done: Done) {
+        let was_empty = match self.queue.lock() {
+            Ok(mut q) => {
+                let was_empty = q.is_empty();
+                q.push((fut, done));
+                was_empty
+            }
+            Err(_) => return,
+        };
+        if was_empty {
+            if let Ok(mut w) = self.writer.lock() {
+                let _ = w.write_all(&[1]);
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl LoopChannel {
+    #[new]
+    fn new() -> PyResult<Self> {
+        let (reader, writer) =
+            std::io::pipe().map_err(|e| PyRuntimeError::new_err(format!("pipe: {e}")))?;
+        let fd = i64::from(reader.as_raw_fd());
+        Ok(Self {
+            queue: Mutex::new(Vec::new()),
+            writer: Mutex::new(writer),
+            reader: Mutex::new(reader),
+            fd,
+        })
+    }
+
+    /// The pipe's read end, for `loop.add_reader`.
+    #[getter]
+    fn fd(&self) -> i64 {
+        self.fd
+    }
+
+    /// Resolves every queued future (the loop's reader callback).
+    fn drain(&self, py: Python<'_>) -> PyResult<()> {
+        if let Ok(mut r) = self.reader.lock() {
+            // Non-blocking (set by `narad._bridge`): at most one byte waits per pass.
+            let mut byte = [0u8; 1];
+            let _ = r.read(&mut byte);
+        }
+        let items = match self.queue.lock() {
+            Ok(mut q) => std::mem::take(&mut *q),
+            Err(_) => return Ok(()),
+        };
+        let resolve = RESOLVE.import(py, "narad._bridge", "resolve")?;
+        for (fut, done) in items {
+            let (ok, value) = match done(py) {
+                Ok(v) => (true, v),
+                Err(e) => (false, e.into_value(py).into_any()),
+            };
+            resolve.call1((fut, ok, value))?;
+        }
+        Ok(())
+    }
+}
+
 /// Runs `fut` on the runtime and returns an asyncio future of its result.
 pub fn spawn<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
@@ -84,28 +165,18 @@ where
         .import(py, "asyncio", "get_running_loop")?
         .call0()?;
     let py_fut = event_loop.call_method0("create_future")?;
-    let resolve = RESOLVE.import(py, "narad._bridge", "resolve")?;
-    let (lp, pf, res) = (
-        event_loop.unbind(),
-        py_fut.clone().unbind(),
-        resolve.clone().unbind(),
-    );
+    let channel: Py<LoopChannel> = CHANNEL
+        .import(py, "narad._bridge", "channel")?
+        .call1((event_loop,))?
+        .cast_into::<LoopChannel>()?
+        .unbind();
+    let pf = py_fut.clone().unbind();
     let counted = InFlight::new();
     let handle = rt.spawn(async move {
         let _counted = counted;
         let out = fut.await;
-        Python::attach(move |py| {
-            let (ok, value) = match out.and_then(|v| v.into_py_any(py)) {
-                Ok(v) => (true, v),
-                Err(e) => (false, e.into_value(py).into_any()),
-            };
-            // A closed loop (the program is ending) refuses: nobody waits.
-            let _ = lp.bind(py).call_method1(
-                "call_soon_threadsafe",
-                (res.bind(py), pf.bind(py), ok, value),
-            );
-            drop((lp, pf, res));
-        });
+        let done: Done = Box::new(move |py| out.and_then(|v| v.into_py_any(py)));
+        channel.get().push(pf, done);
     });
     let abort = AbortOnCancel(Mutex::new(Some(handle.abort_handle())));
     py_fut.call_method1("add_done_callback", (abort,))?;

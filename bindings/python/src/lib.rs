@@ -683,6 +683,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeEngine>()?;
     m.add_class::<NativeFollow>()?;
     m.add_class::<NativeExecutor>()?;
+    m.add_class::<bridge::LoopChannel>()?;
     m.add_function(wrap_pyfunction!(bridge::drain, m)?)?;
     Ok(())
 }

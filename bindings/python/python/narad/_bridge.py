@@ -1,6 +1,23 @@
-"""Internal: completes an asyncio future from the engine's runtime."""
+"""Internal: the asyncio side of the engine bridge."""
 
+import os
+import weakref
 from typing import Any
+
+from . import _native
+
+_channels: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def channel(loop: Any) -> Any:
+    """The completion channel of ``loop`` (created and watched on first use)."""
+    ch = _channels.get(loop)
+    if ch is None:
+        ch = _native.LoopChannel()
+        os.set_blocking(ch.fd, False)
+        loop.add_reader(ch.fd, ch.drain)
+        _channels[loop] = ch
+    return ch
 
 
 def resolve(fut: Any, ok: bool, value: Any) -> None:
