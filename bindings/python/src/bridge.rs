@@ -17,6 +17,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyRuntimeError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::IntoPyObjectExt;
@@ -155,7 +156,27 @@ impl LoopChannel {
 }
 
 /// Runs `fut` on the runtime and returns an asyncio future of its result.
+/// Cancelling the future does not stop a command (it completes, unseen):
+/// commands are short, and this saves a callback per call.
 pub fn spawn<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = PyResult<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    spawn_with(py, fut, false)
+}
+
+/// [`spawn`] for a wait that may never end (a follower, an outbox): a
+/// cancelled future aborts its task.
+pub fn spawn_abortable<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = PyResult<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    spawn_with(py, fut, true)
+}
+
+fn spawn_with<'py, F, T>(py: Python<'py>, fut: F, abortable: bool) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = PyResult<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
@@ -165,11 +186,14 @@ where
         .import(py, "asyncio", "get_running_loop")?
         .call0()?;
     let py_fut = event_loop.call_method0("create_future")?;
-    let channel: Py<LoopChannel> = CHANNEL
-        .import(py, "narad._bridge", "channel")?
-        .call1((event_loop,))?
-        .cast_into::<LoopChannel>()?
-        .unbind();
+    let attr = intern!(py, "_narad_channel");
+    let channel = match event_loop.getattr_opt(attr)? {
+        Some(ch) => ch,
+        None => CHANNEL
+            .import(py, "narad._bridge", "channel")?
+            .call1((&event_loop,))?,
+    };
+    let channel: Py<LoopChannel> = channel.cast_into::<LoopChannel>()?.unbind();
     let pf = py_fut.clone().unbind();
     let counted = InFlight::new();
     let handle = rt.spawn(async move {
@@ -178,8 +202,10 @@ where
         let done: Done = Box::new(move |py| out.and_then(|v| v.into_py_any(py)));
         channel.get().push(pf, done);
     });
-    let abort = AbortOnCancel(Mutex::new(Some(handle.abort_handle())));
-    py_fut.call_method1("add_done_callback", (abort,))?;
+    if abortable {
+        let abort = AbortOnCancel(Mutex::new(Some(handle.abort_handle())));
+        py_fut.call_method1("add_done_callback", (abort,))?;
+    }
     Ok(py_fut)
 }
 

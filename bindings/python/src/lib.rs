@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use serde_json::Value;
 
-use crate::bridge::spawn as future_into_py;
+use crate::bridge::{spawn as future_into_py, spawn_abortable};
 use crate::errors::to_py;
 use crate::protocol::{Eng, RunArgs};
 
@@ -538,7 +538,7 @@ impl NativeEngine {
     ) -> PyResult<Bound<'py, PyAny>> {
         let (e, _) = self.get()?;
         let outbox = e.client_outbox(&executor_id);
-        future_into_py(py, async move {
+        spawn_abortable(py, async move {
             let got = match timeout {
                 None => Some(outbox.next().await),
                 Some(s) => {
@@ -570,7 +570,7 @@ impl NativeFollow {
     /// The next event's bytes, or `None` once the store closed.
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let f = Arc::clone(&self.follow);
-        future_into_py(py, async move {
+        spawn_abortable(py, async move {
             let mut f = f.lock().await;
             let ev = f.next().await.map_err(to_py)?;
             Ok(ev.map(|ev| py_bytes(&ev.bytes)))

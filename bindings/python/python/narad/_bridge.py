@@ -17,6 +17,10 @@ def channel(loop: Any) -> Any:
         os.set_blocking(ch.fd, False)
         loop.add_reader(ch.fd, ch.drain)
         _channels[loop] = ch
+        try:
+            loop._narad_channel = ch  # the fast path the extension reads
+        except AttributeError:
+            pass
     return ch
 
 
