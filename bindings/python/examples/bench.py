@@ -12,6 +12,7 @@ engine (``NativeEngine._bench_rust``), without Python in the loop.
 import argparse
 import asyncio
 import os
+import statistics
 import tempfile
 import time
 
@@ -51,12 +52,13 @@ async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--turns-1", type=int, default=150)
     ap.add_argument("--turns-64", type=int, default=6)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--dir", default=None)
     ap.add_argument("--backends", default="redb,sqlite")
     a = ap.parse_args()
     d = a.dir or tempfile.mkdtemp(prefix="narad-bench-")
-    print(f"{'store':8} {'sessions':>8} {'rust cmd/s':>11} {'python cmd/s':>13} {'ratio':>6}")
+    print(f"{'store':8} {'sessions':>8} {'rust cmd/s':>11} {'python cmd/s':>13} {'ratio':>6}"
+          f" {'median ratio':>13}  (best of {a.rounds} interleaved rounds; median of per-round ratios)")
     for backend in a.backends.split(","):
         url = f"{backend}:{os.path.join(d, 'bench.' + backend)}"
         e = await narad.Engine.open(url)
@@ -67,7 +69,8 @@ async def main() -> None:
                 rust.append(await rust_side(e, sessions, turns))
                 py.append(await python_side(e, sessions, turns))
             r, p = max(rust), max(py)
-            print(f"{backend:8} {sessions:>8} {r:>11.0f} {p:>13.0f} {p / r:>5.2f}x", flush=True)
+            med = statistics.median(b / a for a, b in zip(rust, py))
+            print(f"{backend:8} {sessions:>8} {r:>11.0f} {p:>13.0f} {p / r:>5.2f}x {med:>12.2f}x", flush=True)
         await e.close()
 
 
