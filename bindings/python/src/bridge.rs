@@ -35,7 +35,16 @@ pub fn runtime() -> PyResult<&'static Runtime> {
     if let Some(rt) = RUNTIME.get() {
         return Ok(rt);
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    // NARAD_WORKER_THREADS sizes the engine's runtime (default: one per core).
+    if let Some(n) = std::env::var("NARAD_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n > 0)
+    {
+        builder.worker_threads(n);
+    }
+    let rt = builder
         .enable_all()
         .thread_name("narad-engine")
         .build()
