@@ -14,6 +14,7 @@ use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyRuntimeError;
@@ -203,6 +204,25 @@ where
             .call1((&event_loop,))?,
     };
     let channel: Py<LoopChannel> = channel.cast_into::<LoopChannel>()?.unbind();
+    // One poll on the caller's thread (GIL released, inside the runtime):
+    // a command that does not wait (a read from the cached session) is done
+    // without a thread hop; one that waits continues on the runtime.
+    let mut fut = Box::pin(fut);
+    let first = {
+        let _in_runtime = rt.enter();
+        py.detach(|| {
+            let mut cx = Context::from_waker(Waker::noop());
+            fut.as_mut().poll(&mut cx)
+        })
+    };
+    if let Poll::Ready(out) = first {
+        let resolve = RESOLVE.import(py, "narad._bridge", "resolve")?;
+        match out.and_then(|v| v.into_py_any(py)) {
+            Ok(v) => resolve.call1((&py_fut, true, v))?,
+            Err(e) => resolve.call1((&py_fut, false, e.into_value(py)))?,
+        };
+        return Ok(py_fut);
+    }
     let pf = py_fut.clone().unbind();
     let counted = InFlight::new();
     let handle = rt.spawn(async move {
