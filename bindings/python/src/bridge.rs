@@ -1,6 +1,9 @@
 //! The asyncio ↔ tokio bridge. A command runs on the binding's tokio
 //! runtime; its output is queued for the asyncio loop ([`LoopChannel`]),
 //! so the event loop never blocks and engine threads never take the GIL.
+//! Each command is first polled once on the caller's thread (GIL released;
+//! the stores do their IO on blocking threads), so one that does not wait
+//! needs no thread hop at all.
 //!
 //! Why not a stock bridge: a tokio worker that waits for the GIL stalls
 //! every other session on that worker, and one that takes it while the
