@@ -1,0 +1,34 @@
+"""Internal: the asyncio side of the engine bridge."""
+
+import os
+import weakref
+from typing import Any
+
+from . import _native
+
+_channels: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def channel(loop: Any) -> Any:
+    """The completion channel of ``loop`` (created and watched on first use)."""
+    ch = _channels.get(loop)
+    if ch is None:
+        ch = _native.LoopChannel()
+        os.set_blocking(ch.fd, False)
+        loop.add_reader(ch.fd, ch.drain)
+        _channels[loop] = ch
+        try:
+            loop._narad_channel = ch  # the fast path the extension reads
+        except AttributeError:
+            pass
+    return ch
+
+
+def resolve(fut: Any, ok: bool, value: Any) -> None:
+    """Sets ``fut``'s result (or exception) unless it was cancelled."""
+    if fut.done():
+        return
+    if ok:
+        fut.set_result(value)
+    else:
+        fut.set_exception(value)

@@ -1,0 +1,74 @@
+"""Refusals raise one class per family with the stable code and section,
+and append nothing."""
+
+import pytest
+
+import narad
+
+
+async def head(e, sid):
+    return (await e.capabilities(sid))["sessionSequence"]
+
+
+async def test_refusals_carry_code_section_and_append_nothing(url):
+    e = await narad.Engine.open(url)
+    sid = await e.create_session("s")
+    run = await e.start_run(sid)
+    tool = await e.start_tool_call(sid, run, "t")
+    before = await head(e, sid)
+
+    with pytest.raises(narad.SessionBusyError) as busy:
+        await e.start_run(sid)
+    assert busy.value.code == "session_slot_busy" and busy.value.section == "3.1"
+    assert isinstance(busy.value, narad.ProtocolError) and isinstance(busy.value, narad.NaradError)
+
+    with pytest.raises(narad.ProtocolError) as open_work:
+        await e.end_run(sid, run)
+    assert open_work.value.code == "open_work" and open_work.value.section
+
+    with pytest.raises(narad.NotFoundError) as unknown:
+        await e.message("no-such-session", "x")
+    assert unknown.value.code == "unknown_session"
+
+    with pytest.raises(narad.NotFoundError) as no_interrupt:
+        await e.resolve_interrupt("interrupt-none", "approve")
+    assert no_interrupt.value.code == "unknown_interrupt"
+
+    with pytest.raises(narad.ConflictError) as exists:
+        await e.create_session("s")
+    assert exists.value.code == "session_exists"
+
+    with pytest.raises(narad.InvalidCommandError) as bad:
+        await e.finish_tool_call(sid, tool, None, outcome="maybe")
+    assert bad.value.code == "invalid_command" and "invalid_command" not in bad.value.message
+
+    with pytest.raises(narad.NotFoundError) as no_tool:
+        await e.finish_tool_call(sid, "tool-none", None)
+    assert no_tool.value.code == "unknown_tool_call"
+
+    assert await head(e, sid) == before
+    await e.finish_tool_call(sid, tool, None)
+    with pytest.raises(narad.ProtocolError) as twice:
+        await e.finish_tool_call(sid, tool, None)
+    assert twice.value.code and twice.value.section
+    iid, _ = await e.request_interrupt(sid, run, actions=["approve"])
+    with pytest.raises(narad.ProtocolError) as not_offered:
+        await e.resolve_interrupt(iid, "deny")
+    assert not_offered.value.code
+    with pytest.raises(narad.ConflictError) as stale:
+        await e.resolve_interrupt(iid, "approve", expected_revision=1)
+    assert stale.value.code == "revision_conflict" and stale.value.section == "2.2"
+    await e.close()
+
+
+async def test_a_closed_engine_refuses(url):
+    e = await narad.Engine.open(url)
+    await e.close()
+    with pytest.raises(narad.InvalidCommandError):
+        await e.create_session()
+
+
+async def test_bad_store_url_is_a_store_error(tmp_path):
+    with pytest.raises(narad.StoreError) as err:
+        await narad.Engine.open("mysql://h/db")
+    assert err.value.code
