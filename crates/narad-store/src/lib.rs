@@ -135,6 +135,10 @@ pub enum SideSpace {
     Timer,
     /// Queued top-level starts, keyed so that byte order is queue order.
     Queue,
+    /// Deleted sessions, keyed by session id: a batch writing its own
+    /// session's tombstone deletes that session's journal, and any later
+    /// batch of the session is refused ([`lifecycle`]).
+    Tombstone,
 }
 
 impl SideSpace {
@@ -148,12 +152,13 @@ impl SideSpace {
             Self::Interrupt => 5,
             Self::Timer => 6,
             Self::Queue => 7,
+            Self::Tombstone => 8,
         }
     }
 
     /// Every space, in id order: what a migration or a verification must
     /// cover so that no space can be forgotten.
-    pub const ALL: [SideSpace; 7] = [
+    pub const ALL: [SideSpace; 8] = [
         Self::Lease,
         Self::Token,
         Self::Snapshot,
@@ -161,6 +166,7 @@ impl SideSpace {
         Self::Interrupt,
         Self::Timer,
         Self::Queue,
+        Self::Tombstone,
     ];
 
     /// A stable lowercase name, for reports.
@@ -173,6 +179,7 @@ impl SideSpace {
             Self::Interrupt => "interrupt",
             Self::Timer => "timer",
             Self::Queue => "queue",
+            Self::Tombstone => "tombstone",
         }
     }
 }
@@ -388,6 +395,10 @@ pub enum StoreError {
         /// Which kind of read.
         what: &'static str,
     },
+    /// The session was deleted: its tombstone refuses every later batch
+    /// (a late redelivery is refused, never resurrected).
+    #[error("session was deleted")]
+    SessionDeleted,
     /// An existing store was asked for and there is none (read commands
     /// never create a store).
     #[error("no store at {path}")]
@@ -413,6 +424,7 @@ impl StoreError {
             Self::Corrupt { .. } => "corrupt",
             Self::UndeclaredRead { .. } => "undeclared_read",
             Self::NotFound { .. } => "not_found",
+            Self::SessionDeleted => "session_deleted",
         }
     }
 
@@ -535,10 +547,12 @@ pub mod damage;
 pub mod fault;
 pub mod group;
 pub mod history;
+pub mod lifecycle;
 pub mod migrate;
 pub mod plan;
 pub mod row;
 pub mod suite;
+pub mod suite_lifecycle;
 pub mod suite_listing;
 
 pub use group::{Commit, Notice, Subscription};

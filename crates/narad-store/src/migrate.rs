@@ -32,7 +32,8 @@ pub const fn how(space: SideSpace) -> Carry {
         | SideSpace::Session
         | SideSpace::Interrupt
         | SideSpace::Timer
-        | SideSpace::Queue => Carry::Verbatim,
+        | SideSpace::Queue
+        | SideSpace::Tombstone => Carry::Verbatim,
     }
 }
 
