@@ -9,6 +9,7 @@
 mod bench_cmd;
 mod bench_files;
 mod import_cmd;
+mod lifecycle_cmds;
 mod migrate_cmd;
 mod ops_cmds;
 mod output;
@@ -154,6 +155,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Deletes a session and every record of it, leaving a tombstone so
+    /// the id is refused later. A session with open work is deleted only
+    /// with --force; otherwise the refusal names what is open.
+    ///
+    /// Example: `narad delete --store redb:narad.redb s-1`
+    Delete {
+        /// Store URL.
+        #[arg(long)]
+        store: String,
+        /// The session.
+        session: String,
+        /// Delete even with open work (runs, interrupts, queued starts).
+        #[arg(long)]
+        force: bool,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Benchmarks: durable appends, replay, engine commands (against a
     /// store), and streaming validate and import (on generated files).
     Bench {
@@ -233,6 +252,12 @@ async fn run(command: Command) -> store_cmds::Outcome {
             run,
             json,
         } => ops_cmds::stop(existing(store).await?, session, run, json).await,
+        Command::Delete {
+            store,
+            session,
+            force,
+            json,
+        } => lifecycle_cmds::delete(existing(store).await?, session, force, json).await,
         Command::Bench {
             which,
             store,

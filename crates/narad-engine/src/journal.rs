@@ -50,12 +50,33 @@ impl Draft {
 pub(crate) struct Meta {
     pub profiles: ProfileSet,
     pub workspace_id: Option<String>,
+    /// When the session was created (RFC 3339); absent in metadata
+    /// written before the session index.
+    pub created_at: Option<String>,
+    /// Host labels ([`crate::Engine::set_labels`]).
+    pub labels: BTreeMap<String, String>,
+    /// Archived: read-only ([`crate::Engine::archive`]).
+    pub archived: bool,
 }
 
 impl Meta {
     pub fn encode(&self) -> Vec<u8> {
         let ids: Vec<&str> = self.profiles.iter().map(|p| p.id()).collect();
-        let v = serde_json::json!({ "profiles": ids.join(","), "workspaceId": self.workspace_id });
+        let mut v =
+            serde_json::json!({ "profiles": ids.join(","), "workspaceId": self.workspace_id });
+        // Only what is set, so metadata written before these fields
+        // existed keeps its exact bytes.
+        if let Some(o) = v.as_object_mut() {
+            if let Some(c) = &self.created_at {
+                o.insert("createdAt".into(), Value::from(c.clone()));
+            }
+            if !self.labels.is_empty() {
+                o.insert("labels".into(), serde_json::json!(self.labels));
+            }
+            if self.archived {
+                o.insert("archived".into(), Value::Bool(true));
+            }
+        }
         v.to_string().into_bytes()
     }
 
@@ -74,9 +95,24 @@ impl Meta {
             .get("workspaceId")
             .and_then(Value::as_str)
             .map(str::to_owned);
+        let created_at = v
+            .get("createdAt")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let labels = match v.get("labels") {
+            None => BTreeMap::new(),
+            Some(l) => serde_json::from_value(l.clone()).map_err(|_| bad())?,
+        };
+        let archived = match v.get("archived") {
+            None => false,
+            Some(a) => a.as_bool().ok_or_else(bad)?,
+        };
         Ok(Self {
             profiles,
             workspace_id,
+            created_at,
+            labels,
+            archived,
         })
     }
 }

@@ -19,6 +19,7 @@
 //! See the example on [`Engine`].
 
 mod append;
+mod archive;
 pub mod client;
 mod command_loop;
 mod command_types;
@@ -27,8 +28,10 @@ mod error;
 pub mod executor;
 pub mod host;
 mod import;
+mod index;
 mod interrupts;
 mod journal;
+mod lifecycle;
 mod operator;
 mod outbox;
 mod queue;
@@ -43,6 +46,7 @@ mod timers;
 mod watch;
 mod workspace;
 
+pub use archive::{ARCHIVE_ACTION, LABEL_ACTION};
 pub use command_types::{
     EventScope, Interrupt, InterruptScope, NewSession, Resolve, StartRun, Started, StopTarget,
     Terminal, ToolOutcome,
@@ -53,6 +57,8 @@ pub use host::{
     Action, AllowAll, Authorizer, Clock, IdSource, ManualClock, Principal, RandomIds,
     SequentialIds, SystemClock,
 };
+pub use index::{ActiveExecution, SessionEntry, SessionPage, SessionQuery, SessionStatus};
+pub use lifecycle::{Deleted, OpenWork, DELETE_ACTION};
 pub use operator::{InterruptPage, ListedInterrupt};
 pub use reads::{Attached, Capabilities};
 pub use subscribe::Follow;

@@ -28,16 +28,23 @@ impl<S: Store + 'static> Engine<S> {
         let meta = Meta {
             profiles: new.profiles.unwrap_or_default(),
             workspace_id: new.workspace_id,
+            created_at: Some(crate::host::timestamp(self.inner.clock.now())),
+            labels: Default::default(),
+            archived: false,
         };
+        let entry = crate::index::SessionEntry::of(
+            &crate::journal::Journal::new(&sid, meta.clone()),
+            &meta,
+            0,
+            None,
+        );
         let batch = Batch {
             session_id: sid.clone(),
             expected_head: 0,
-            side: vec![side(
-                SideSpace::Session,
-                &sid,
-                Expect::Absent,
-                meta.encode(),
-            )],
+            side: vec![
+                side(SideSpace::Session, &sid, Expect::Absent, meta.encode()),
+                entry.write()?,
+            ],
             ..Batch::default()
         };
         match self

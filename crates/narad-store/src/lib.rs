@@ -139,6 +139,9 @@ pub enum SideSpace {
     /// session's tombstone deletes that session's journal, and any later
     /// batch of the session is refused ([`lifecycle`]).
     Tombstone,
+    /// The session index, keyed by session id: one engine-owned entry per
+    /// session, written in the same batch as the events that change it.
+    SessionIndex,
 }
 
 impl SideSpace {
@@ -153,12 +156,13 @@ impl SideSpace {
             Self::Timer => 6,
             Self::Queue => 7,
             Self::Tombstone => 8,
+            Self::SessionIndex => 9,
         }
     }
 
     /// Every space, in id order: what a migration or a verification must
     /// cover so that no space can be forgotten.
-    pub const ALL: [SideSpace; 8] = [
+    pub const ALL: [SideSpace; 9] = [
         Self::Lease,
         Self::Token,
         Self::Snapshot,
@@ -167,6 +171,7 @@ impl SideSpace {
         Self::Timer,
         Self::Queue,
         Self::Tombstone,
+        Self::SessionIndex,
     ];
 
     /// A stable lowercase name, for reports.
@@ -180,6 +185,7 @@ impl SideSpace {
             Self::Timer => "timer",
             Self::Queue => "queue",
             Self::Tombstone => "tombstone",
+            Self::SessionIndex => "session_index",
         }
     }
 }
@@ -542,6 +548,7 @@ pub trait Store: Send + Sync {
 }
 
 pub mod bench;
+pub mod bench_reclaim;
 pub mod damage;
 #[cfg(feature = "test-suite")]
 pub mod fault;

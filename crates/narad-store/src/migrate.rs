@@ -33,7 +33,8 @@ pub const fn how(space: SideSpace) -> Carry {
         | SideSpace::Interrupt
         | SideSpace::Timer
         | SideSpace::Queue
-        | SideSpace::Tombstone => Carry::Verbatim,
+        | SideSpace::Tombstone
+        | SideSpace::SessionIndex => Carry::Verbatim,
     }
 }
 
