@@ -1,7 +1,8 @@
-//! Session lifecycle commands: `delete`. Through the engine as the
+//! Session lifecycle commands: `delete`, `sessions` (from the session
+//! index), `reindex`, and the index check of `verify`. Through the engine as the
 //! principal `narad-cli`, like the operator commands.
 
-use narad_engine::{Engine, EngineError, Principal};
+use narad_engine::{Engine, EngineError, Principal, SessionEntry, SessionQuery, SessionStatus};
 use narad_store::Store;
 use narad_stores::AnyStore;
 use serde_json::json;
@@ -41,6 +42,136 @@ pub async fn delete(store: AnyStore, session: String, force: bool, json_out: boo
             }
         );
     }
+    engine.store().close().await.map_err(|e| e.to_string())?;
+    Ok(0)
+}
+
+/// Filters of `narad sessions`.
+#[derive(Debug, Default)]
+pub struct SessionFilters {
+    /// Statuses (any of).
+    pub status: Vec<String>,
+    /// Workspace.
+    pub workspace: Option<String>,
+    /// `KEY=VALUE` labels (all of).
+    pub label: Vec<String>,
+    /// RFC 3339 time: last activity after it.
+    pub updated_after: Option<String>,
+}
+
+fn usage(msg: String) -> Failure {
+    Failure::Message(format!("invalid_command: {msg}"))
+}
+
+impl SessionFilters {
+    fn query(&self) -> Result<SessionQuery, Failure> {
+        let mut q = SessionQuery::default();
+        for s in &self.status {
+            q.status.push(
+                SessionStatus::parse(s).ok_or_else(|| usage(format!("unknown status `{s}`")))?,
+            );
+        }
+        q.workspace_id = self.workspace.clone();
+        for l in &self.label {
+            let (k, v) = l
+                .split_once('=')
+                .ok_or_else(|| usage("a label is KEY=VALUE".into()))?;
+            q.labels.insert(k.to_owned(), v.to_owned());
+        }
+        if let Some(t) = &self.updated_after {
+            q.updated_after = Some(
+                humantime::parse_rfc3339_weak(t)
+                    .map_err(|_| usage("--updated-after takes an RFC 3339 time".into()))?,
+            );
+        }
+        Ok(q)
+    }
+}
+
+fn field(s: &str) -> String {
+    s.escape_default().collect()
+}
+
+/// `narad sessions`: one line per session from the session index (no
+/// journal is replayed): id, head, active execution, last activity,
+/// status, workspace.
+pub async fn sessions(store: AnyStore, filters: &SessionFilters) -> Outcome {
+    let q = filters.query()?;
+    let engine = Engine::new(store);
+    let me = Principal::new("narad-cli");
+    let mut after: Option<String> = None;
+    loop {
+        let page = engine
+            .sessions(&me, &q, after.as_deref(), 1000)
+            .await
+            .map_err(refused)?;
+        for s in &page.sessions {
+            print_entry(s)?;
+        }
+        match page.next {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    engine.store().close().await.map_err(|e| e.to_string())?;
+    Ok(0)
+}
+
+fn print_entry(s: &SessionEntry) -> Result<(), Failure> {
+    let active = s
+        .active_execution
+        .as_ref()
+        .map_or("-".to_owned(), |a| format!("{}:{}", a.kind, field(&a.id)));
+    out!(
+        "{}\thead={}\tactive={active}\tlast={}\tstatus={}\tworkspace={}",
+        field(&s.session_id),
+        s.events,
+        s.updated_at.as_deref().unwrap_or("-"),
+        s.status.name(),
+        s.workspace_id.as_deref().map_or("-".into(), field),
+    );
+    Ok(())
+}
+
+/// The sessions whose index entry differs from its rebuild (the
+/// sessions given, which `verify` found valid); one line each.
+pub async fn verify_index(store: &AnyStore, sids: &[String]) -> Result<u64, Failure> {
+    let engine = Engine::new(store.clone());
+    let mut differ = 0;
+    for sid in sids {
+        match engine.check_index(sid).await {
+            Ok(None) | Err(EngineError::UnknownSession) => {}
+            Ok(Some(_)) => {
+                differ += 1;
+                out!(
+                    "{}: session index differs from its journal (narad reindex repairs it)",
+                    field(sid)
+                );
+            }
+            Err(e) => return Err(refused(e)),
+        }
+    }
+    Ok(differ)
+}
+
+/// `narad reindex`: rewrites every index entry that differs from its
+/// rebuild.
+pub async fn reindex(store: AnyStore) -> Outcome {
+    let sids = crate::store_cmds::all_sessions(&store).await?;
+    let engine = Engine::new(store);
+    let me = Principal::new("narad-cli");
+    let mut fixed = 0u64;
+    for sid in &sids {
+        match engine.reindex(&me, sid).await {
+            Ok(true) => {
+                fixed += 1;
+                out!("{}: reindexed", field(sid));
+            }
+            Ok(false) | Err(EngineError::UnknownSession) => {}
+            Err(e) => return Err(refused(e)),
+        }
+    }
+    out!("{} sessions checked, {fixed} reindexed", sids.len());
     engine.store().close().await.map_err(|e| e.to_string())?;
     Ok(0)
 }

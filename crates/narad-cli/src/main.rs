@@ -42,6 +42,28 @@ enum Command {
         /// Store URL (`redb:PATH`, `sqlite:PATH`).
         #[arg(long)]
         store: String,
+        /// Only these statuses: idle, running, paused, awaiting_input,
+        /// finished, archived (repeatable).
+        #[arg(long)]
+        status: Vec<String>,
+        /// Only this workspace.
+        #[arg(long)]
+        workspace: Option<String>,
+        /// Only sessions with this label, `KEY=VALUE` (repeatable: all).
+        #[arg(long)]
+        label: Vec<String>,
+        /// Only sessions active after this RFC 3339 time.
+        #[arg(long)]
+        updated_after: Option<String>,
+    },
+    /// Rewrites every session-index entry that differs from its rebuild
+    /// from the journal (what `verify` reports).
+    ///
+    /// Example: `narad reindex --store redb:narad.redb`
+    Reindex {
+        /// Store URL.
+        #[arg(long)]
+        store: String,
     },
     /// A session's reduced state: runs as a tree, open work, interrupts, transcript.
     Show {
@@ -219,7 +241,22 @@ async fn run(command: Command) -> store_cmds::Outcome {
     };
     match command {
         Command::Validate(_) => Ok(0),
-        Command::Sessions { store } => store_cmds::sessions(&existing(store).await?).await,
+        Command::Sessions {
+            store,
+            status,
+            workspace,
+            label,
+            updated_after,
+        } => {
+            let filters = lifecycle_cmds::SessionFilters {
+                status,
+                workspace,
+                label,
+                updated_after,
+            };
+            lifecycle_cmds::sessions(existing(store).await?, &filters).await
+        }
+        Command::Reindex { store } => lifecycle_cmds::reindex(existing(store).await?).await,
         Command::Show { store, session } => {
             store_cmds::show(&existing(store).await?, &session).await
         }

@@ -9,7 +9,6 @@ use crate::output::{out, Failure, OutputError};
 use narad_core::checker::{Checker, Run};
 use narad_store::{row, Damage, SideSpace, Store, StoreError, StoredEvent};
 use narad_stores::AnyStore;
-use serde_json::Value;
 
 pub type Outcome = Result<u8, Failure>;
 
@@ -78,34 +77,6 @@ fn check(events: &[StoredEvent]) -> (Checker, Result<(), (u64, String)>) {
         }
     }
     (c, Ok(()))
-}
-
-fn field(ev: &StoredEvent, name: &str) -> Option<String> {
-    serde_json::from_slice::<Value>(&ev.bytes)
-        .ok()
-        .and_then(|v| v.get(name).and_then(Value::as_str).map(str::to_owned))
-}
-
-/// `narad sessions`
-pub async fn sessions(store: &AnyStore) -> Outcome {
-    for sid in all_sessions(store).await? {
-        let events = journal(store, &sid, 0).await?;
-        let (c, _) = check(&events);
-        let active = match c.slot(&sid) {
-            Some(narad_core::checker::Slot::Run(r)) => format!("run:{r}"),
-            Some(narad_core::checker::Slot::Workflow(w)) => format!("workflow:{w}"),
-            None => "-".into(),
-        };
-        let last = events
-            .last()
-            .and_then(|e| field(e, "timestamp"))
-            .unwrap_or_else(|| "-".into());
-        out!(
-            "{sid}\thead={}\tactive={active}\tlast={last}",
-            events.last().map_or(0, |e| e.position.session_sequence)
-        );
-    }
-    Ok(0)
 }
 
 fn print_run(c: &Checker, sid: &str, id: &str, run: &Run, depth: usize) -> Result<(), OutputError> {
@@ -267,6 +238,7 @@ pub async fn verify(url: &str) -> Outcome {
     }
     let store = narad_stores::open_existing(url).await.map_err(err)?;
     let (mut ok, mut bad, mut damaged) = (0, 0, 0);
+    let mut valid = Vec::new();
     for sid in all_sessions(&store).await? {
         let events = match inspect(&store, &sid).await? {
             Ok(events) => events,
@@ -281,12 +253,20 @@ pub async fn verify(url: &str) -> Outcome {
             }
         };
         match check(&events).1 {
-            Ok(()) => ok += 1,
+            Ok(()) => {
+                ok += 1;
+                valid.push(sid);
+            }
             Err((seq, why)) => {
                 bad += 1;
                 out!("{sid}: refused at sessionSequence {seq}: {why}");
             }
         }
+    }
+    // The session index against a rebuild from each valid journal.
+    let stale = crate::lifecycle_cmds::verify_index(&store, &valid).await?;
+    if stale > 0 {
+        *kinds.entry("session_index").or_default() += stale;
     }
     let counts: Vec<String> = kinds.iter().map(|(k, n)| format!("{k}: {n}")).collect();
     if counts.is_empty() {

@@ -81,3 +81,68 @@ fn delete_names_open_work_and_forced_deletes_everything() {
         assert_eq!(code, 0);
     }
 }
+
+#[test]
+fn sessions_filters_read_the_index_and_verify_and_reindex_check_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.redb");
+    let url = format!("redb:{}", path.display());
+    let run = fill(&url);
+    let (code, out, err) = narad(&["sessions", "--store", &url]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(
+        out.contains(&format!("s-open\thead=1\tactive=run:{run}")),
+        "{out}"
+    );
+    let (_, out, _) = narad(&["sessions", "--store", &url, "--status", "running"]);
+    assert!(
+        out.starts_with("s-open\t") && out.lines().count() == 1,
+        "{out}"
+    );
+    let (_, out, _) = narad(&["sessions", "--store", &url, "--status", "idle"]);
+    assert!(
+        out.starts_with("s-done\t") && out.contains("status=idle"),
+        "{out}"
+    );
+    let (_, out, _) = narad(&["sessions", "--store", &url, "--workspace", "none"]);
+    assert!(out.is_empty(), "{out}");
+    let (_, out, _) = narad(&[
+        "sessions",
+        "--store",
+        &url,
+        "--updated-after",
+        "2999-01-01T00:00:00Z",
+    ]);
+    assert!(out.is_empty(), "{out}");
+    let (code, _, err) = narad(&["sessions", "--store", &url, "--status", "sleepy"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("invalid_command"), "{err}");
+    let (code, out, _) = narad(&["verify", "--store", &url]);
+    assert_eq!(code, 0, "{out}");
+    // Damage the index behind the engine's back: verify reports, reindex repairs.
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let tx = db.begin_write().unwrap();
+        {
+            let def = redb::TableDefinition::<(u8, &str), &[u8]>::new("side");
+            let mut t = tx.open_table(def).unwrap();
+            t.remove((narad_store::SideSpace::SessionIndex.id(), "s-open"))
+                .unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    let (code, out, _) = narad(&["verify", "--store", &url]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("s-open: session index differs"), "{out}");
+    let (code, out, _) = narad(&["reindex", "--store", &url]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("s-open: reindexed") && out.contains("1 reindexed"),
+        "{out}"
+    );
+    let (code, out, _) = narad(&["verify", "--store", &url]);
+    assert_eq!(code, 0, "{out}");
+    let (_, out, _) = narad(&["sessions", "--store", &url, "--status", "running"]);
+    assert!(out.starts_with("s-open\t"), "{out}");
+}

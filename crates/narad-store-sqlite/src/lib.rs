@@ -262,8 +262,10 @@ impl SqliteStore {
                     .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))
                     .map_err(sql)?;
                 if mode == 2 {
-                    conn.execute_batch("PRAGMA incremental_vacuum;")
-                        .map_err(sql)?;
+                    // Each step frees pages; step it to the end.
+                    let mut stmt = conn.prepare("PRAGMA incremental_vacuum").map_err(sql)?;
+                    let mut rows = stmt.query([]).map_err(sql)?;
+                    while rows.next().map_err(sql)?.is_some() {}
                 } else {
                     conn.execute_batch("VACUUM;").map_err(sql)?;
                 }
