@@ -175,3 +175,53 @@ pub async fn reindex(store: AnyStore) -> Outcome {
     engine.store().close().await.map_err(|e| e.to_string())?;
     Ok(0)
 }
+
+/// `narad prune`: deletes sessions idle longer than `older_than` (a
+/// duration such as `30d`, `12h`); open work is kept unless `force`.
+pub async fn prune(
+    store: AnyStore,
+    older_than: &str,
+    dry_run: bool,
+    force: bool,
+    json_out: bool,
+) -> Outcome {
+    let max_idle = humantime::parse_duration(older_than)
+        .map_err(|_| usage("--older-than takes a duration such as 30d or 12h".into()))?;
+    let engine = Engine::new(store);
+    let policy = narad_engine::RetentionPolicy {
+        max_idle: Some(max_idle),
+        max_sessions_per_workspace: None,
+        force,
+    };
+    let report = engine
+        .prune(&Principal::new("narad-cli"), &policy, dry_run)
+        .await
+        .map_err(refused)?;
+    let verb = if dry_run { "would delete" } else { "deleted" };
+    for sid in &report.deleted {
+        if json_out {
+            out!("{}", json!({ "sessionId": sid, "action": verb }));
+        } else {
+            out!("{verb} {}", field(sid));
+        }
+    }
+    for (sid, why) in &report.kept {
+        if json_out {
+            out!(
+                "{}",
+                json!({ "sessionId": sid, "action": "kept", "open": why })
+            );
+        } else {
+            out!("kept {} (open work: {})", field(sid), field(why));
+        }
+    }
+    if !json_out {
+        out!(
+            "{} {verb}, {} kept with open work",
+            report.deleted.len(),
+            report.kept.len()
+        );
+    }
+    engine.store().close().await.map_err(|e| e.to_string())?;
+    Ok(0)
+}

@@ -195,6 +195,27 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Deletes sessions idle longer than a duration (retention by hand);
+    /// sessions with open work are kept unless --force.
+    ///
+    /// Example: `narad prune --store redb:narad.redb --older-than 30d --dry-run`
+    Prune {
+        /// Store URL.
+        #[arg(long)]
+        store: String,
+        /// Idle time, e.g. `30d`, `12h`.
+        #[arg(long)]
+        older_than: String,
+        /// List what would be deleted; delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Delete sessions with open work too.
+        #[arg(long)]
+        force: bool,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
     /// Benchmarks: durable appends, replay, engine commands (against a
     /// store), and streaming validate and import (on generated files).
     Bench {
@@ -255,6 +276,16 @@ async fn run(command: Command) -> store_cmds::Outcome {
                 updated_after,
             };
             lifecycle_cmds::sessions(existing(store).await?, &filters).await
+        }
+        Command::Prune {
+            store,
+            older_than,
+            dry_run,
+            force,
+            json,
+        } => {
+            let store = existing(store).await?;
+            lifecycle_cmds::prune(store, &older_than, dry_run, force, json).await
         }
         Command::Reindex { store } => lifecycle_cmds::reindex(existing(store).await?).await,
         Command::Show { store, session } => {

@@ -146,3 +146,31 @@ fn sessions_filters_read_the_index_and_verify_and_reindex_check_it() {
     let (_, out, _) = narad(&["sessions", "--store", &url, "--status", "running"]);
     assert!(out.starts_with("s-open\t"), "{out}");
 }
+
+#[test]
+fn prune_lists_with_dry_run_keeps_open_work_and_deletes_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("a.db").display());
+    fill(&url);
+    // Everything is older than one second by the time it runs.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (code, out, err) = narad(&["prune", "--store", &url, "--older-than", "1s", "--dry-run"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("would delete s-done") && out.contains("kept s-open"),
+        "{out}"
+    );
+    let (_, out, _) = narad(&["sessions", "--store", &url]);
+    assert_eq!(out.lines().count(), 2, "{out}");
+    let (code, out, _) = narad(&["prune", "--store", &url, "--older-than", "1s"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("1 deleted, 1 kept with open work"), "{out}");
+    let (_, out, _) = narad(&["sessions", "--store", &url]);
+    assert!(
+        out.starts_with("s-open\t") && out.lines().count() == 1,
+        "{out}"
+    );
+    let (code, _, err) = narad(&["prune", "--store", &url, "--older-than", "soon"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("invalid_command"), "{err}");
+}

@@ -36,6 +36,7 @@ mod operator;
 mod outbox;
 mod queue;
 mod reads;
+mod retention;
 mod run_commands;
 mod session_cache;
 mod session_commands;
@@ -61,6 +62,7 @@ pub use index::{ActiveExecution, SessionEntry, SessionPage, SessionQuery, Sessio
 pub use lifecycle::{Deleted, OpenWork, DELETE_ACTION};
 pub use operator::{InterruptPage, ListedInterrupt};
 pub use reads::{Attached, Capabilities};
+pub use retention::{PruneReport, RetentionPolicy};
 pub use subscribe::Follow;
 pub use timers::{FiredTimer, TimerKind, TimerReport, TIMER_PRINCIPAL};
 pub use watch::WatchFollow;
