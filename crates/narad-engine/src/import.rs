@@ -102,6 +102,7 @@ impl<S: Store + 'static> Engine<S> {
                     created_at: None,
                     labels: Default::default(),
                     archived: false,
+                    origin: None,
                 },
                 true,
             ),

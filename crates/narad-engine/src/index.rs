@@ -99,6 +99,9 @@ pub struct SessionEntry {
     pub events: u64,
     /// Host labels.
     pub labels: BTreeMap<String, String>,
+    /// The session and `sessionSequence` it was forked from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<(String, u64)>,
 }
 
 impl SessionEntry {
@@ -146,6 +149,7 @@ impl SessionEntry {
             active_execution: active,
             events: head,
             labels: meta.labels.clone(),
+            forked_from: meta.origin.clone(),
         }
     }
 

@@ -57,6 +57,9 @@ pub(crate) struct Meta {
     pub labels: BTreeMap<String, String>,
     /// Archived: read-only ([`crate::Engine::archive`]).
     pub archived: bool,
+    /// The session and `sessionSequence` it was forked from
+    /// ([`crate::Engine::fork`]).
+    pub origin: Option<(String, u64)>,
 }
 
 impl Meta {
@@ -75,6 +78,12 @@ impl Meta {
             }
             if self.archived {
                 o.insert("archived".into(), Value::Bool(true));
+            }
+            if let Some((sid, seq)) = &self.origin {
+                o.insert(
+                    "forkedFrom".into(),
+                    serde_json::json!({ "sessionId": sid, "sessionSequence": seq }),
+                );
             }
         }
         v.to_string().into_bytes()
@@ -107,12 +116,25 @@ impl Meta {
             None => false,
             Some(a) => a.as_bool().ok_or_else(bad)?,
         };
+        let origin = match v.get("forkedFrom") {
+            None => None,
+            Some(o) => Some((
+                o.get("sessionId")
+                    .and_then(Value::as_str)
+                    .ok_or_else(bad)?
+                    .to_owned(),
+                o.get("sessionSequence")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(bad)?,
+            )),
+        };
         Ok(Self {
             profiles,
             workspace_id,
             created_at,
             labels,
             archived,
+            origin,
         })
     }
 }
@@ -243,12 +265,24 @@ impl Journal {
         session_id: &str,
         meta: Meta,
     ) -> Result<Self, EngineError> {
+        Self::hydrate_through(store, session_id, meta, u64::MAX).await
+    }
+
+    /// [`Self::hydrate`] up to `sessionSequence` `through` only (a past
+    /// state): the snapshot is used when it does not pass that point.
+    pub async fn hydrate_through<S: Store + ?Sized>(
+        store: &S,
+        session_id: &str,
+        meta: Meta,
+        through: u64,
+    ) -> Result<Self, EngineError> {
         let snap = store
             .side(narad_store::SideSpace::Snapshot, session_id)
             .await?;
         let mut j = match snap {
             None => Self::new(session_id, meta),
             Some(b) => match Self::from_snapshot(store, session_id, meta.clone(), &b).await? {
+                Ok(j) if j.head > through => Self::new(session_id, meta),
                 Ok(j) => j,
                 Err(reason) => {
                     tracing::warn!(
@@ -263,7 +297,13 @@ impl Journal {
             },
         };
         loop {
-            let page = store.read_session(session_id, j.head, 1024).await?;
+            let want = usize::try_from(through - j.head)
+                .unwrap_or(usize::MAX)
+                .min(1024);
+            if want == 0 {
+                return Ok(j);
+            }
+            let page = store.read_session(session_id, j.head, want).await?;
             for ev in &page.events {
                 narad_store::row::advance(session_id, j.head, ev.position.session_sequence)?;
                 j.checker.push_bytes(&ev.bytes).map_err(|r| {

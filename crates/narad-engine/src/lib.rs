@@ -26,6 +26,7 @@ mod command_types;
 mod engine;
 mod error;
 pub mod executor;
+mod fork;
 pub mod host;
 mod import;
 mod index;
@@ -54,6 +55,7 @@ pub use command_types::{
 };
 pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::EngineError;
+pub use fork::StateAt;
 pub use host::{
     Action, AllowAll, Authorizer, Clock, IdSource, ManualClock, Principal, RandomIds,
     SequentialIds, SystemClock,

@@ -31,6 +31,7 @@ impl<S: Store + 'static> Engine<S> {
             created_at: Some(crate::host::timestamp(self.inner.clock.now())),
             labels: Default::default(),
             archived: false,
+            origin: None,
         };
         let entry = crate::index::SessionEntry::of(
             &crate::journal::Journal::new(&sid, meta.clone()),
