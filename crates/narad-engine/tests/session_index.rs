@@ -350,3 +350,81 @@ async fn an_archived_session_refuses_commands_serves_reads_and_is_announced() {
     // An archived session can still be deleted.
     e.delete_session(&me(), &sid, false).await.unwrap();
 }
+
+/// Crash-test child: runs random commands on the redb file named by this
+/// variable until it is killed.
+const CRASH_CHILD: &str = "NARAD_INDEX_CRASH_CHILD";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_crash_child() {
+    let Some(path) = std::env::var_os(CRASH_CHILD) else {
+        return;
+    };
+    let seed: u64 = std::env::var("NARAD_INDEX_CRASH_SEED")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let store = narad_store_redb::RedbStore::open(path).await.unwrap();
+    let clock = Arc::new(ManualClock::at_unix(1_780_000_000 + seed * 1_000_000));
+    let e = Engine::with_host(
+        store,
+        clock.clone(),
+        Arc::new(narad_engine::RandomIds),
+        Arc::new(AllowAll),
+        EngineConfig {
+            snapshot_every: 5,
+            ..EngineConfig::default()
+        },
+    );
+    let mut rng = Lcg(seed);
+    let mut sids = Vec::new();
+    loop {
+        step(&e, &clock, &mut rng, &mut sids).await;
+    }
+}
+
+/// SIGKILLs a writer running random commands five times at varied moments;
+/// after each, the reopened store's index equals a rebuild of every
+/// session (the index commits in the batch of the events, so no kill can
+/// separate them).
+#[test]
+fn index_matches_rebuild_after_sigkill() {
+    if std::env::var_os(CRASH_CHILD).is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crash.redb");
+    let mut rng = Lcg(7);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for round in 0..5u64 {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["index_crash_child", "--exact", "--nocapture"])
+            .env(CRASH_CHILD, &path)
+            .env("NARAD_INDEX_CRASH_SEED", (round + 1).to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(400 + rng.next(600)));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        rt.block_on(async {
+            let store = narad_store_redb::RedbStore::open(&path).await.unwrap();
+            let e = Engine::new(store);
+            let live: Vec<String> = e
+                .store()
+                .list_side(SideSpace::Session, None, 100_000)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect();
+            assert!(round == 0 || !live.is_empty(), "the child wrote nothing");
+            assert_index_matches_rebuild(&e, &live).await;
+            e.store().close().await.unwrap();
+        });
+    }
+}
