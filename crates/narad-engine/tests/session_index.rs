@@ -428,3 +428,64 @@ fn index_matches_rebuild_after_sigkill() {
         });
     }
 }
+
+/// The inbox loads only sessions the index shows awaiting input: after a
+/// restart, sessions whose interrupts were resolved are not hydrated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inbox_loads_only_sessions_awaiting_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.redb");
+    let open = || async {
+        Engine::with_host(
+            narad_store_redb::RedbStore::open(&path).await.unwrap(),
+            Arc::new(ManualClock::at_unix(1_780_000_000)),
+            Arc::new(SequentialIds::default()),
+            Arc::new(AllowAll),
+            EngineConfig::default(),
+        )
+    };
+    let e = open().await;
+    let mut waiting = String::new();
+    for i in 0..6 {
+        let new = NewSession {
+            session_id: Some(format!("s-{i}")),
+            ..NewSession::default()
+        };
+        let sid = e.create_session(&me(), new).await.unwrap();
+        let Started::Running(run) = e.start_run(&me(), &sid, StartRun::default()).await.unwrap()
+        else {
+            panic!("queued")
+        };
+        let i_req = Interrupt {
+            scope: InterruptScope::Run(run),
+            kind: "approval".into(),
+            actions: vec!["approve".into()],
+            input: None,
+            expires_at: None,
+        };
+        let (iid, _) = e.request_interrupt(&me(), &sid, i_req).await.unwrap();
+        if i == 3 {
+            waiting = sid;
+            continue;
+        }
+        let r = Resolve {
+            interrupt_id: iid,
+            decision: "approve".into(),
+            reason: None,
+            expected_revision: None,
+            members: None,
+        };
+        e.resolve_interrupt(&me(), r).await.unwrap();
+    }
+    e.store().close().await.unwrap();
+    drop(e);
+    let e = open().await;
+    let page = e.open_interrupts(&me(), None, 100).await.unwrap();
+    assert_eq!(page.open.len(), 1);
+    assert_eq!(page.open[0].session_id, waiting);
+    assert_eq!(
+        e.stats().hydrations,
+        1,
+        "only the session awaiting input was loaded"
+    );
+}
