@@ -59,6 +59,29 @@ where
     C: Fn(PathBuf) -> CFut,
     CFut: Future<Output = Result<(), StoreError>>,
 {
+    let measure = |p: PathBuf| async move { size_of(&p) };
+    reclaim_measured(path, open, compact, measure, sessions, events).await
+}
+
+/// [`reclaim`] with the size taken by `measure` (a server backend's
+/// relation sizes) instead of the files at `path`.
+pub async fn reclaim_measured<S, F, Fut, C, CFut, M, MFut>(
+    path: &Path,
+    open: F,
+    compact: C,
+    measure: M,
+    sessions: usize,
+    events: u64,
+) -> Reclaimed
+where
+    S: Store + 'static,
+    F: Fn(PathBuf) -> Fut,
+    Fut: Future<Output = Result<S, StoreError>>,
+    C: Fn(PathBuf) -> CFut,
+    CFut: Future<Output = Result<(), StoreError>>,
+    M: Fn(PathBuf) -> MFut,
+    MFut: Future<Output = u64>,
+{
     let ids: Vec<String> = (0..sessions).map(|i| format!("session-{i:06}")).collect();
     let blob = Bytes::from(vec![b'x'; 512]);
     let s = Arc::new(open(path.to_owned()).await.unwrap());
@@ -81,7 +104,7 @@ where
     .await;
     s.close().await.unwrap();
     drop(s);
-    let full = size_of(path);
+    let full = measure(path.to_owned()).await;
 
     let s = Arc::new(open(path.to_owned()).await.unwrap());
     let doomed: Vec<String> = ids
@@ -106,11 +129,11 @@ where
     let delete_s = t.elapsed().as_secs_f64();
     s.close().await.unwrap();
     drop(s);
-    let after_delete = size_of(path);
+    let after_delete = measure(path.to_owned()).await;
     let t = Instant::now();
     compact(path.to_owned()).await.unwrap();
     let compact_s = t.elapsed().as_secs_f64();
-    let after_compact = size_of(path);
+    let after_compact = measure(path.to_owned()).await;
     Reclaimed {
         sessions,
         deleted: doomed.len(),
