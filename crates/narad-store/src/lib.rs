@@ -41,6 +41,10 @@
 //! - [`Store::subscribe`] announces each durable head advance ([`Commit`]),
 //!   after the commit; subscribe before reading history and nothing falls
 //!   between replay and follow (§10.3).
+//! - Deleting a session is a batch too ([`lifecycle`]): one that writes
+//!   the session's own [`SideSpace::Tombstone`] removes its journal in the
+//!   same transaction, and every later batch of the session is
+//!   [`StoreError::SessionDeleted`].
 //! - [`Store::close`] finishes every accepted append and releases the file;
 //!   later calls fail with [`StoreError::Closed`]. Opening a file written by
 //!   an older layout migrates it forward in one transaction; a file written
