@@ -295,7 +295,22 @@ async fn an_archived_session_refuses_commands_serves_reads_and_is_announced() {
         workspace_id: Some("ws".into()),
         ..NewSession::default()
     };
-    let sid = e.create_session(&me(), new).await.unwrap();
+    let labels = BTreeMap::from([("tier".to_owned(), "gold".to_owned())]);
+    let sid = e
+        .create_session_labeled(&me(), new, labels.clone())
+        .await
+        .unwrap();
+    let q = SessionQuery {
+        labels: labels.clone(),
+        ..SessionQuery::default()
+    };
+    let found = e.sessions(&me(), &q, None, 10).await.unwrap().sessions;
+    assert_eq!(found.len(), 1);
+    assert_eq!(
+        (found[0].status, &found[0].labels),
+        (SessionStatus::Idle, &labels)
+    );
+    assert_eq!(e.check_index(&sid).await.unwrap(), None);
     let Started::Running(run) = e.start_run(&me(), &sid, StartRun::default()).await.unwrap() else {
         panic!("queued")
     };
