@@ -13,6 +13,7 @@
 mod bench_cmd;
 mod bench_files;
 mod import_cmd;
+mod lifecycle_cmds;
 mod migrate_cmd;
 mod ops_cmds;
 mod output;
@@ -57,6 +58,28 @@ enum Command {
         /// One JSON object per line.
         #[arg(long)]
         json: bool,
+        /// Only these statuses: idle, running, paused, awaiting_input,
+        /// finished, archived (repeatable).
+        #[arg(long)]
+        status: Vec<String>,
+        /// Only this workspace.
+        #[arg(long)]
+        workspace: Option<String>,
+        /// Only sessions with this label, `KEY=VALUE` (repeatable: all).
+        #[arg(long)]
+        label: Vec<String>,
+        /// Only sessions active after this RFC 3339 time.
+        #[arg(long)]
+        updated_after: Option<String>,
+    },
+    /// Rewrites every session-index entry that differs from its rebuild
+    /// from the journal (what `verify` reports).
+    ///
+    /// Example: `narad reindex --store redb:narad.redb`
+    Reindex {
+        /// Store URL.
+        #[arg(long)]
+        store: String,
     },
     /// A session's state: runs as a tree with their tool calls (name, args
     /// summary, outcome), interrupts (kind, title, decision, expiry) and
@@ -190,6 +213,45 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Deletes a session and every record of it, leaving a tombstone so
+    /// the id is refused later. A session with open work is deleted only
+    /// with --force; otherwise the refusal names what is open.
+    ///
+    /// Example: `narad delete --store redb:narad.redb s-1`
+    Delete {
+        /// Store URL.
+        #[arg(long)]
+        store: String,
+        /// The session.
+        session: String,
+        /// Delete even with open work (runs, interrupts, queued starts).
+        #[arg(long)]
+        force: bool,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deletes sessions idle longer than a duration (retention by hand);
+    /// sessions with open work are kept unless --force.
+    ///
+    /// Example: `narad prune --store redb:narad.redb --older-than 30d --dry-run`
+    Prune {
+        /// Store URL.
+        #[arg(long)]
+        store: String,
+        /// Idle time, e.g. `30d`, `12h`.
+        #[arg(long)]
+        older_than: String,
+        /// List what would be deleted; delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Delete sessions with open work too.
+        #[arg(long)]
+        force: bool,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
     /// Benchmarks: durable appends, replay, engine commands (against a
     /// store), and streaming validate and import (on generated files).
     ///
@@ -238,9 +300,33 @@ async fn run(command: Command) -> store_cmds::Outcome {
     };
     match command {
         Command::Validate(_) => Ok(0),
-        Command::Sessions { store, json } => {
-            store_cmds::sessions(&existing(store).await?, json).await
+        Command::Sessions {
+            store,
+            json,
+            status,
+            workspace,
+            label,
+            updated_after,
+        } => {
+            let filters = lifecycle_cmds::SessionFilters {
+                status,
+                workspace,
+                label,
+                updated_after,
+            };
+            lifecycle_cmds::sessions(existing(store).await?, &filters, json).await
         }
+        Command::Prune {
+            store,
+            older_than,
+            dry_run,
+            force,
+            json,
+        } => {
+            let store = existing(store).await?;
+            lifecycle_cmds::prune(store, &older_than, dry_run, force, json).await
+        }
+        Command::Reindex { store } => lifecycle_cmds::reindex(existing(store).await?).await,
         Command::Show {
             store,
             session,
@@ -275,6 +361,12 @@ async fn run(command: Command) -> store_cmds::Outcome {
             run,
             json,
         } => ops_cmds::stop(existing(store).await?, session, run, json).await,
+        Command::Delete {
+            store,
+            session,
+            force,
+            json,
+        } => lifecycle_cmds::delete(existing(store).await?, session, force, json).await,
         Command::Bench {
             which,
             store,

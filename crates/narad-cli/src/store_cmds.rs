@@ -11,7 +11,6 @@ use narad_core::checker::Checker;
 use narad_store::{row, Damage, Store, StoreError, StoredEvent};
 use narad_stores::AnyStore;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::progress;
 
@@ -87,23 +86,6 @@ fn check(events: &[StoredEvent]) -> (Checker, Result<(), (u64, &'static str, Str
     (c, Ok(()))
 }
 
-/// One `narad sessions --json` line.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct SessionLine<'a> {
-    session: &'a str,
-    head: u64,
-    /// `run` or `workflow` and its id; none when the session is idle.
-    active: Option<Active<'a>>,
-    last_event_at: Option<String>,
-}
-
-#[derive(Serialize)]
-struct Active<'a> {
-    kind: &'static str,
-    id: &'a str,
-}
-
 /// One `narad verify --json` line: a finding, or the closing summary.
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
@@ -123,6 +105,9 @@ enum VerifyLine<'a> {
         code: &'static str,
         reason: &'a str,
     },
+    /// A session-index entry that differs from its rebuild.
+    #[serde(rename_all = "camelCase")]
+    IndexDiffers { session: &'a str },
     /// The store file itself is damaged.
     #[serde(rename_all = "camelCase")]
     FileDamaged { repaired: bool },
@@ -151,49 +136,6 @@ fn sessions_word(n: u64) -> String {
     } else {
         format!("{n} sessions")
     }
-}
-
-fn field(ev: &StoredEvent, name: &str) -> Option<String> {
-    serde_json::from_slice::<Value>(&ev.bytes)
-        .ok()
-        .and_then(|v| v.get(name).and_then(Value::as_str).map(str::to_owned))
-}
-
-/// `narad sessions`
-pub async fn sessions(store: &AnyStore, json: bool) -> Outcome {
-    for sid in all_sessions(store).await? {
-        let events = journal(store, &sid, 0).await?;
-        let (c, _) = check(&events);
-        if json {
-            json_line(&SessionLine {
-                session: &sid,
-                head: events.last().map_or(0, |e| e.position.session_sequence),
-                active: c.slot(&sid).map(|s| match s {
-                    narad_core::checker::Slot::Run(r) => Active { kind: "run", id: r },
-                    narad_core::checker::Slot::Workflow(w) => Active {
-                        kind: "workflow",
-                        id: w,
-                    },
-                }),
-                last_event_at: events.last().and_then(|e| field(e, "timestamp")),
-            })?;
-            continue;
-        }
-        let active = match c.slot(&sid) {
-            Some(narad_core::checker::Slot::Run(r)) => format!("run:{r}"),
-            Some(narad_core::checker::Slot::Workflow(w)) => format!("workflow:{w}"),
-            None => "-".into(),
-        };
-        let last = events
-            .last()
-            .and_then(|e| field(e, "timestamp"))
-            .unwrap_or_else(|| "-".into());
-        out!(
-            "{sid}\thead={}\tactive={active}\tlast={last}",
-            events.last().map_or(0, |e| e.position.session_sequence)
-        );
-    }
-    Ok(0)
 }
 
 /// `narad export`
@@ -287,6 +229,7 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
     }
     let store = narad_stores::open_existing(url).await.map_err(err)?;
     let (mut ok, mut bad, mut damaged) = (0u64, 0u64, 0u64);
+    let mut valid = Vec::new();
     let all = all_sessions(&store).await?;
     let bar = progress::bar(all.len() as u64, "verify", "sessions");
     for sid in &all {
@@ -312,7 +255,10 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
             }
         };
         match check(&events).1 {
-            Ok(()) => ok += 1,
+            Ok(()) => {
+                ok += 1;
+                valid.push(sid.clone());
+            }
             Err((seq, code, why)) => {
                 bad += 1;
                 *codes.entry(code).or_default() += 1;
@@ -330,6 +276,21 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
         }
     }
     bar.finish_and_clear();
+    // The session index against a rebuild from each valid journal.
+    let stale = crate::lifecycle_cmds::verify_index(&store, &valid).await?;
+    for sid in &stale {
+        if json {
+            json_line(&VerifyLine::IndexDiffers { session: sid })?;
+        } else {
+            out!(
+                "{}: session index differs from its journal (narad reindex repairs it)",
+                sid.escape_default()
+            );
+        }
+    }
+    if !stale.is_empty() {
+        *kinds.entry("session_index").or_default() += stale.len() as u64;
+    }
     let total = all.len() as u64;
     if json {
         json_line(&VerifyLine::Summary {

@@ -180,8 +180,12 @@ fn a_row_copied_over_rows_4096_and_4097(kind: Kind) {
     );
     assert!(out.contains("1 damaged (wrong_position: 1)"), "{out}");
     let target = kind.url(&dir.path().join("copy"));
+    // `sessions` reads the session index, never a journal (these were
+    // written below the engine, so it has no entries): journal damage is
+    // `verify`'s to report (above).
+    let (code, _, err) = narad(&["sessions", "--store", &url]);
+    assert_eq!(code, 0, "{err}");
     for args in [
-        vec!["sessions", "--store", &url],
         vec!["export", "--all", "--store", &url],
         vec!["export", "--session", "big", "--store", &url],
         vec!["show", "--session", "big", "--store", &url],

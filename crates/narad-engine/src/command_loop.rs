@@ -117,6 +117,10 @@ impl<S: Store + 'static> Engine<S> {
                     return Err(e);
                 }
             };
+            // An archived session is read-only: only reads pass.
+            if j.meta.archived && !(drafts.is_empty() && side.is_empty() && enqueue.is_none()) {
+                return Err(EngineError::SessionArchived);
+            }
             let mut side = side;
             if let Some(start) = enqueue {
                 // Authorized now, by whoever queues it: the batch that later
@@ -214,6 +218,20 @@ impl<S: Store + 'static> Engine<S> {
             };
             side.extend(timers);
             let new_head = j.head + events.len() as u64;
+            // The session index moves with the journal, in the same batch.
+            let entry = crate::index::SessionEntry::of(
+                j,
+                &j.meta,
+                new_head,
+                events.last().and_then(crate::index::event_time),
+            );
+            match entry.write() {
+                Ok(w) => side.push(w),
+                Err(e) => {
+                    *slot = None;
+                    return Err(e);
+                }
+            }
             let every = self.inner.config.snapshot_every;
             let snapshot = every > 0 && new_head - j.snapshot_head >= every;
             if snapshot {

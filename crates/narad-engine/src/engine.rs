@@ -86,6 +86,8 @@ pub(crate) struct Inner<S> {
     /// workspace (a hint; the store decides).
     pub(crate) workspace_revisions: Mutex<HashMap<String, u64>>,
     pub(crate) clients: Clients,
+    /// The retention policy the timer driver applies.
+    pub(crate) retention: Mutex<Option<crate::retention::RetentionPolicy>>,
 }
 
 /// The embedded Narad host over a [`Store`]. Cheap to clone.
@@ -158,6 +160,7 @@ impl<S: Store + 'static> Engine<S> {
                 counters: Counters::default(),
                 workspace_revisions: Mutex::new(HashMap::new()),
                 clients: Clients::default(),
+                retention: Mutex::new(None),
             }),
         }
     }

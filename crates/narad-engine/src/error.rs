@@ -82,6 +82,17 @@ pub enum EngineError {
     /// (of a session, an executor record or a workspace stream); retry later.
     #[error("session is contended; retry")]
     Contended,
+    /// A delete (or retention) was refused because the session has open
+    /// work; `open` names it (ids only). Force it to discard that work.
+    #[error("session has open work: {open}")]
+    OpenWork {
+        /// What is open, e.g. `runs run-1; interrupts int-2`.
+        open: String,
+    },
+    /// The session is archived: read-only. Commands are refused; reads,
+    /// history and subscriptions still work.
+    #[error("session is archived")]
+    SessionArchived,
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -105,6 +116,8 @@ impl EngineError {
             Self::Client { code, .. } => code,
             Self::CorruptRecord { .. } => "corrupt_record",
             Self::Contended => "contended",
+            Self::OpenWork { .. } => "session_has_open_work",
+            Self::SessionArchived => "session_archived",
             Self::Store(e) => e.code(),
         }
     }

@@ -99,6 +99,10 @@ impl<S: Store + 'static> Engine<S> {
                 Meta {
                     profiles: ProfileSet::all(),
                     workspace_id: None,
+                    created_at: None,
+                    labels: Default::default(),
+                    archived: false,
+                    origin: None,
                 },
                 true,
             ),
@@ -155,6 +159,13 @@ impl<S: Store + 'static> Engine<S> {
         if batch.events.is_empty() && batch.side.is_empty() {
             return Ok((Some(j), 0));
         }
+        let entry = crate::index::SessionEntry::of(
+            &j,
+            &j.meta,
+            j.head + n,
+            batch.events.last().and_then(crate::index::event_time),
+        );
+        batch.side.push(entry.write()?);
         // The chain of covered bytes advances with the batch; on failure
         // this journal is dropped and reloaded.
         j.appended(&batch.events);

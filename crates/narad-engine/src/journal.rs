@@ -50,12 +50,42 @@ impl Draft {
 pub(crate) struct Meta {
     pub profiles: ProfileSet,
     pub workspace_id: Option<String>,
+    /// When the session was created (RFC 3339); absent in metadata
+    /// written before the session index.
+    pub created_at: Option<String>,
+    /// Host labels ([`crate::Engine::set_labels`]).
+    pub labels: BTreeMap<String, String>,
+    /// Archived: read-only ([`crate::Engine::archive`]).
+    pub archived: bool,
+    /// The session and `sessionSequence` it was forked from
+    /// ([`crate::Engine::fork`]).
+    pub origin: Option<(String, u64)>,
 }
 
 impl Meta {
     pub fn encode(&self) -> Vec<u8> {
         let ids: Vec<&str> = self.profiles.iter().map(|p| p.id()).collect();
-        let v = serde_json::json!({ "profiles": ids.join(","), "workspaceId": self.workspace_id });
+        let mut v =
+            serde_json::json!({ "profiles": ids.join(","), "workspaceId": self.workspace_id });
+        // Only what is set, so metadata written before these fields
+        // existed keeps its exact bytes.
+        if let Some(o) = v.as_object_mut() {
+            if let Some(c) = &self.created_at {
+                o.insert("createdAt".into(), Value::from(c.clone()));
+            }
+            if !self.labels.is_empty() {
+                o.insert("labels".into(), serde_json::json!(self.labels));
+            }
+            if self.archived {
+                o.insert("archived".into(), Value::Bool(true));
+            }
+            if let Some((sid, seq)) = &self.origin {
+                o.insert(
+                    "forkedFrom".into(),
+                    serde_json::json!({ "sessionId": sid, "sessionSequence": seq }),
+                );
+            }
+        }
         v.to_string().into_bytes()
     }
 
@@ -74,9 +104,37 @@ impl Meta {
             .get("workspaceId")
             .and_then(Value::as_str)
             .map(str::to_owned);
+        let created_at = v
+            .get("createdAt")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let labels = match v.get("labels") {
+            None => BTreeMap::new(),
+            Some(l) => serde_json::from_value(l.clone()).map_err(|_| bad())?,
+        };
+        let archived = match v.get("archived") {
+            None => false,
+            Some(a) => a.as_bool().ok_or_else(bad)?,
+        };
+        let origin = match v.get("forkedFrom") {
+            None => None,
+            Some(o) => Some((
+                o.get("sessionId")
+                    .and_then(Value::as_str)
+                    .ok_or_else(bad)?
+                    .to_owned(),
+                o.get("sessionSequence")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(bad)?,
+            )),
+        };
         Ok(Self {
             profiles,
             workspace_id,
+            created_at,
+            labels,
+            archived,
+            origin,
         })
     }
 }
@@ -207,12 +265,24 @@ impl Journal {
         session_id: &str,
         meta: Meta,
     ) -> Result<Self, EngineError> {
+        Self::hydrate_through(store, session_id, meta, u64::MAX).await
+    }
+
+    /// [`Self::hydrate`] up to `sessionSequence` `through` only (a past
+    /// state): the snapshot is used when it does not pass that point.
+    pub async fn hydrate_through<S: Store + ?Sized>(
+        store: &S,
+        session_id: &str,
+        meta: Meta,
+        through: u64,
+    ) -> Result<Self, EngineError> {
         let snap = store
             .side(narad_store::SideSpace::Snapshot, session_id)
             .await?;
         let mut j = match snap {
             None => Self::new(session_id, meta),
             Some(b) => match Self::from_snapshot(store, session_id, meta.clone(), &b).await? {
+                Ok(j) if j.head > through => Self::new(session_id, meta),
                 Ok(j) => j,
                 Err(reason) => {
                     tracing::warn!(
@@ -227,7 +297,13 @@ impl Journal {
             },
         };
         loop {
-            let page = store.read_session(session_id, j.head, 1024).await?;
+            let want = usize::try_from(through - j.head)
+                .unwrap_or(usize::MAX)
+                .min(1024);
+            if want == 0 {
+                return Ok(j);
+            }
+            let page = store.read_session(session_id, j.head, want).await?;
             for ev in &page.events {
                 narad_store::row::advance(session_id, j.head, ev.position.session_sequence)?;
                 j.checker.push_bytes(&ev.bytes).map_err(|r| {

@@ -19,20 +19,25 @@
 //! See the example on [`Engine`].
 
 mod append;
+mod archive;
 pub mod client;
 mod command_loop;
 mod command_types;
 mod engine;
 mod error;
 pub mod executor;
+mod fork;
 pub mod host;
 mod import;
+mod index;
 mod interrupts;
 mod journal;
+mod lifecycle;
 mod operator;
 mod outbox;
 mod queue;
 mod reads;
+mod retention;
 mod run_commands;
 mod session_cache;
 mod session_commands;
@@ -44,18 +49,23 @@ mod timers;
 mod watch;
 mod workspace;
 
+pub use archive::{ARCHIVE_ACTION, LABEL_ACTION};
 pub use command_types::{
     EventScope, Interrupt, InterruptScope, NewSession, Resolve, StartRun, Started, StopTarget,
     Terminal, ToolOutcome,
 };
 pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::EngineError;
+pub use fork::StateAt;
 pub use host::{
     Action, AllowAll, Authorizer, Clock, IdSource, ManualClock, Principal, RandomIds,
     SequentialIds, SystemClock,
 };
+pub use index::{ActiveExecution, SessionEntry, SessionPage, SessionQuery, SessionStatus};
+pub use lifecycle::{Deleted, OpenWork, DELETE_ACTION};
 pub use operator::{InterruptPage, ListedInterrupt};
 pub use reads::{Attached, Capabilities};
+pub use retention::{PruneReport, RetentionPolicy};
 pub use subscribe::Follow;
 pub use timers::{FiredTimer, TimerKind, TimerReport, TIMER_PRINCIPAL};
 pub use watch::WatchFollow;

@@ -1,6 +1,7 @@
 //! Operator reads across sessions: the open interrupts, found through the
-//! global interrupt index and each owning session's reduced state, not by
-//! replaying every session.
+//! global interrupt index, the session index (only sessions awaiting input
+//! are loaded) and each owning session's reduced state, not by replaying
+//! every session.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -86,6 +87,13 @@ impl<S: Store + 'static> Engine<S> {
                 .is_err()
             {
                 continue;
+            }
+            // The session index says whether anything can be open: a
+            // session not awaiting input is skipped without loading it.
+            if let Ok(Some(entry)) = self.index_entry(&sid).await {
+                if entry.status != crate::index::SessionStatus::AwaitingInput {
+                    continue;
+                }
             }
             let found = match self.open_in(p, &sid, &ids).await {
                 Ok(found) => found,

@@ -111,6 +111,16 @@ impl<S: Store + 'static> Engine<S> {
             .await?
         {
             Some(b) => Meta::decode(&b),
+            // A deleted session is not merely unknown: say so.
+            None if self
+                .inner
+                .store
+                .side(SideSpace::Tombstone, session_id)
+                .await?
+                .is_some() =>
+            {
+                Err(EngineError::Store(narad_store::StoreError::SessionDeleted))
+            }
             None => Err(EngineError::UnknownSession),
         }
     }

@@ -18,6 +18,19 @@ impl<S: Store + 'static> Engine<S> {
         p: &Principal,
         new: NewSession,
     ) -> Result<String, EngineError> {
+        self.create_session_labeled(p, new, Default::default())
+            .await
+    }
+
+    /// Creates a session with host labels (the session index filters on
+    /// them; [`Engine::set_labels`] changes them later), in the batch that
+    /// creates it.
+    pub async fn create_session_labeled(
+        &self,
+        p: &Principal,
+        new: NewSession,
+        labels: std::collections::BTreeMap<String, String>,
+    ) -> Result<String, EngineError> {
         self.authorize(p, Action::CreateSession)?;
         let sid = new
             .session_id
@@ -28,16 +41,24 @@ impl<S: Store + 'static> Engine<S> {
         let meta = Meta {
             profiles: new.profiles.unwrap_or_default(),
             workspace_id: new.workspace_id,
+            created_at: Some(crate::host::timestamp(self.inner.clock.now())),
+            labels,
+            archived: false,
+            origin: None,
         };
+        let entry = crate::index::SessionEntry::of(
+            &crate::journal::Journal::new(&sid, meta.clone()),
+            &meta,
+            0,
+            None,
+        );
         let batch = Batch {
             session_id: sid.clone(),
             expected_head: 0,
-            side: vec![side(
-                SideSpace::Session,
-                &sid,
-                Expect::Absent,
-                meta.encode(),
-            )],
+            side: vec![
+                side(SideSpace::Session, &sid, Expect::Absent, meta.encode()),
+                entry.write()?,
+            ],
             ..Batch::default()
         };
         match self

@@ -153,6 +153,12 @@ async fn fill(e: &Engine<RedbStore>) -> Open {
         })
         .await
         .unwrap();
+    // A deleted session: its tombstone migrates too.
+    let gone = e
+        .create_session(&me(), NewSession::default())
+        .await
+        .unwrap();
+    e.delete_session(&me(), &gone, false).await.unwrap();
     let watch = e.store().read_watch(WORKSPACE, 0, 1000).await.unwrap();
     Open {
         interrupt,

@@ -466,14 +466,30 @@ impl PostgresStore {
                     .insert((ws.to_owned(), event_id.to_owned()), col(&r, 0)?);
             }
         }
-        let (fresh, fresh_watch, appended) = match plan_batch(batch, &mut read)? {
+        let (fresh, fresh_watch, appended, purge) = match plan_batch(batch, &mut read)? {
             Plan::Redelivered(done) => return Ok(done),
             Plan::Write {
                 fresh,
                 fresh_watch,
                 appended,
-            } => (fresh, fresh_watch, appended),
+                purge,
+            } => (fresh, fresh_watch, appended, purge),
         };
+        if purge {
+            // The run-tree and workflow indexes are columns of `events`;
+            // the `heads` row stays locked by this transaction until commit.
+            for stmt in [
+                "DELETE FROM {s}.events WHERE session = $1",
+                "DELETE FROM {s}.heads WHERE session = $1",
+            ] {
+                tx.execute(
+                    &tx.prepare_cached(&self.sql(stmt)).await.map_err(backend)?,
+                    &[&sid],
+                )
+                .await
+                .map_err(backend)?;
+            }
+        }
         if !fresh.is_empty() {
             // One statement for the whole batch: one round trip.
             let insert = tx

@@ -178,6 +178,30 @@ impl RedbStore {
         .map_err(backend)?
     }
 
+    /// Compacts the file at `path` with redb's `Database::compact`, giving
+    /// the pages of deleted records back to the file system. It needs the
+    /// file to itself: close every store open on it first.
+    pub async fn compact(path: impl AsRef<Path>) -> Result<(), StoreError> {
+        let path = path.as_ref().to_owned();
+        tokio::task::spawn_blocking(move || {
+            guarded(&path, || {
+                if !path.exists() {
+                    return Err(StoreError::NotFound {
+                        path: path.display().to_string(),
+                    });
+                }
+                let mut db = Database::open(&path).map_err(rerr)?;
+                // `compact` reports whether it moved anything; repeat
+                // until it has nothing left to move.
+                while db.compact().map_err(backend)? {}
+                Ok(())
+            })
+            .map_err(|e| e.at_path(&path))
+        })
+        .await
+        .map_err(backend)?
+    }
+
     fn open_blocking(path: &Path, create: bool) -> Result<Self, StoreError> {
         let db = if create {
             Database::create(path)
@@ -282,18 +306,22 @@ impl<'t> Tables<'t> {
 
     /// Plans one batch and, if accepted, writes it.
     fn apply(&mut self, batch: &Batch) -> Result<Result<Appended, StoreError>, StoreError> {
-        let (fresh, fresh_watch, appended) = match plan_batch(batch, self) {
+        let (fresh, fresh_watch, appended, purge) = match plan_batch(batch, self) {
             Ok(Plan::Redelivered(done)) => return Ok(Ok(done)),
             Ok(Plan::Write {
                 fresh,
                 fresh_watch,
                 appended,
-            }) => (fresh, fresh_watch, appended),
+                purge,
+            }) => (fresh, fresh_watch, appended, purge),
             // A refused batch wrote nothing; the group goes on.
             Err(StoreError::Backend(e)) => return Err(StoreError::Backend(e)),
             Err(refused) => return Ok(Err(refused)),
         };
         let sid = batch.session_id.as_str();
+        if purge {
+            self.purge(sid)?;
+        }
         for ev in &fresh {
             let seq = ev.position.session_sequence;
             self.events
@@ -334,6 +362,45 @@ impl<'t> Tables<'t> {
             self.heads.insert(sid, appended.head).map_err(rerr)?;
         }
         Ok(Ok(appended))
+    }
+}
+
+impl Tables<'_> {
+    /// Removes a session's journal: events, id and scope indexes, head.
+    fn purge(&mut self, sid: &str) -> Result<(), StoreError> {
+        self.events
+            .retain_in((sid, 0)..=(sid, u64::MAX), |_, _| false)
+            .map_err(rerr)?;
+        // String-keyed ranges have no upper bound to name: walk from the
+        // session's first key while the session matches.
+        let mut ids = Vec::new();
+        for item in self.ids.range((sid, "")..).map_err(rerr)? {
+            let (k, _) = item.map_err(rerr)?;
+            let (s, id) = k.value();
+            if s != sid {
+                break;
+            }
+            ids.push(id.to_owned());
+        }
+        for id in &ids {
+            self.ids.remove((sid, id.as_str())).map_err(rerr)?;
+        }
+        for table in [&mut self.runs, &mut self.wfs] {
+            let mut keys = Vec::new();
+            for item in table.range((sid, "", 0)..).map_err(rerr)? {
+                let (k, _) = item.map_err(rerr)?;
+                let (s, scope, seq) = k.value();
+                if s != sid {
+                    break;
+                }
+                keys.push((scope.to_owned(), seq));
+            }
+            for (scope, seq) in &keys {
+                table.remove((sid, scope.as_str(), *seq)).map_err(rerr)?;
+            }
+        }
+        self.heads.remove(sid).map_err(rerr)?;
+        Ok(())
     }
 }
 

@@ -145,6 +145,13 @@ fn connect(path: &Path, options: &SqliteOptions, create: bool) -> Result<Connect
     }
     let conn = Connection::open_with_flags(path, flags).map_err(sql)?;
     conn.busy_timeout(options.busy_timeout).map_err(sql)?;
+    if create {
+        // Takes effect only on a file without tables yet: a new store can
+        // give deleted sessions' pages back with `compact` (incremental
+        // vacuum); an older one is rewritten whole by `VACUUM` there.
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")
+            .map_err(sql)?;
+    }
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(sql)?;
     let sync = match options.synchronous {
@@ -236,6 +243,36 @@ impl SqliteStore {
                 }
             };
             check().map_err(|e| e.at_path(&path))
+        })
+        .await
+        .map_err(backend)?
+    }
+
+    /// Gives the pages of deleted records back to the file system: an
+    /// incremental vacuum on a store created with it (every store this
+    /// version creates), else a full `VACUUM`, then a WAL checkpoint that
+    /// truncates the log. Run it on a store no process has open for
+    /// writing; it waits for a concurrent writer like any writer.
+    pub async fn compact(path: impl AsRef<Path>) -> Result<(), StoreError> {
+        let path: PathBuf = path.as_ref().to_owned();
+        tokio::task::spawn_blocking(move || {
+            let run = || {
+                let conn = connect(&path, &SqliteOptions::default(), false)?;
+                let mode: i64 = conn
+                    .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))
+                    .map_err(sql)?;
+                if mode == 2 {
+                    // Each step frees pages; step it to the end.
+                    let mut stmt = conn.prepare("PRAGMA incremental_vacuum").map_err(sql)?;
+                    let mut rows = stmt.query([]).map_err(sql)?;
+                    while rows.next().map_err(sql)?.is_some() {}
+                } else {
+                    conn.execute_batch("VACUUM;").map_err(sql)?;
+                }
+                conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+                    .map_err(sql)
+            };
+            run().map_err(|e| e.at_path(&path))
         })
         .await
         .map_err(backend)?
@@ -398,17 +435,25 @@ fn apply(
     tx: &rusqlite::Transaction<'_>,
     batch: &Batch,
 ) -> Result<Result<Appended, StoreError>, StoreError> {
-    let (fresh, fresh_watch, appended) = match plan_batch(batch, &mut TxView(tx)) {
+    let (fresh, fresh_watch, appended, purge) = match plan_batch(batch, &mut TxView(tx)) {
         Ok(Plan::Redelivered(done)) => return Ok(Ok(done)),
         Ok(Plan::Write {
             fresh,
             fresh_watch,
             appended,
-        }) => (fresh, fresh_watch, appended),
+            purge,
+        }) => (fresh, fresh_watch, appended, purge),
         Err(StoreError::Backend(e)) => return Err(StoreError::Backend(e)),
         Err(refused) => return Ok(Err(refused)),
     };
     let sid = batch.session_id.as_str();
+    if purge {
+        // The run-tree and workflow indexes are columns of `events`.
+        tx.execute("DELETE FROM events WHERE session = ?1", params![sid])
+            .map_err(sql)?;
+        tx.execute("DELETE FROM heads WHERE session = ?1", params![sid])
+            .map_err(sql)?;
+    }
     {
         let mut insert = tx
             .prepare_cached(

@@ -44,6 +44,10 @@
 //! - [`Store::subscribe`] announces each durable head advance ([`Commit`]),
 //!   after the commit; subscribe before reading history and nothing falls
 //!   between replay and follow (§10.3).
+//! - Deleting a session is a batch too ([`lifecycle`]): one that writes
+//!   the session's own [`SideSpace::Tombstone`] removes its journal in the
+//!   same transaction, and every later batch of the session is
+//!   [`StoreError::SessionDeleted`].
 //! - [`Store::close`] finishes every accepted append and releases the file;
 //!   later calls fail with [`StoreError::Closed`]. Opening a file written by
 //!   an older layout migrates it forward in one transaction; a file written
@@ -138,6 +142,13 @@ pub enum SideSpace {
     Timer,
     /// Queued top-level starts, keyed so that byte order is queue order.
     Queue,
+    /// Deleted sessions, keyed by session id: a batch writing its own
+    /// session's tombstone deletes that session's journal, and any later
+    /// batch of the session is refused ([`lifecycle`]).
+    Tombstone,
+    /// The session index, keyed by session id: one engine-owned entry per
+    /// session, written in the same batch as the events that change it.
+    SessionIndex,
 }
 
 impl SideSpace {
@@ -151,12 +162,14 @@ impl SideSpace {
             Self::Interrupt => 5,
             Self::Timer => 6,
             Self::Queue => 7,
+            Self::Tombstone => 8,
+            Self::SessionIndex => 9,
         }
     }
 
     /// Every space, in id order: what a migration or a verification must
     /// cover so that no space can be forgotten.
-    pub const ALL: [SideSpace; 7] = [
+    pub const ALL: [SideSpace; 9] = [
         Self::Lease,
         Self::Token,
         Self::Snapshot,
@@ -164,6 +177,8 @@ impl SideSpace {
         Self::Interrupt,
         Self::Timer,
         Self::Queue,
+        Self::Tombstone,
+        Self::SessionIndex,
     ];
 
     /// A stable lowercase name, for reports.
@@ -176,6 +191,8 @@ impl SideSpace {
             Self::Interrupt => "interrupt",
             Self::Timer => "timer",
             Self::Queue => "queue",
+            Self::Tombstone => "tombstone",
+            Self::SessionIndex => "session_index",
         }
     }
 }
@@ -391,6 +408,10 @@ pub enum StoreError {
         /// Which kind of read.
         what: &'static str,
     },
+    /// The session was deleted: its tombstone refuses every later batch
+    /// (a late redelivery is refused, never resurrected).
+    #[error("session was deleted")]
+    SessionDeleted,
     /// An existing store was asked for and there is none (read commands
     /// never create a store).
     #[error("no store at {path}")]
@@ -416,6 +437,7 @@ impl StoreError {
             Self::Corrupt { .. } => "corrupt",
             Self::UndeclaredRead { .. } => "undeclared_read",
             Self::NotFound { .. } => "not_found",
+            Self::SessionDeleted => "session_deleted",
         }
     }
 
@@ -535,16 +557,21 @@ pub trait Store: Send + Sync {
 #[cfg(feature = "test-suite")]
 pub mod bench;
 #[cfg(feature = "test-suite")]
+pub mod bench_reclaim;
+#[cfg(feature = "test-suite")]
 pub mod damage;
 #[cfg(feature = "test-suite")]
 pub mod fault;
 pub mod group;
 pub mod history;
+pub mod lifecycle;
 pub mod migrate;
 pub mod plan;
 pub mod row;
 #[cfg(feature = "test-suite")]
 pub mod suite;
+#[cfg(feature = "test-suite")]
+pub mod suite_lifecycle;
 #[cfg(feature = "test-suite")]
 pub mod suite_listing;
 

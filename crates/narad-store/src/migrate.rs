@@ -32,7 +32,9 @@ pub const fn how(space: SideSpace) -> Carry {
         | SideSpace::Session
         | SideSpace::Interrupt
         | SideSpace::Timer
-        | SideSpace::Queue => Carry::Verbatim,
+        | SideSpace::Queue
+        | SideSpace::Tombstone
+        | SideSpace::SessionIndex => Carry::Verbatim,
     }
 }
 

@@ -66,6 +66,9 @@ impl<'a> Reads<'a> {
         for w in &batch.side {
             r.side.insert((w.space, &w.key));
         }
+        if !batch.session_id.is_empty() {
+            r.side.insert((SideSpace::Tombstone, &batch.session_id));
+        }
         for w in &batch.watch {
             r.watch.insert((&w.workspace_id, &w.event.event_id));
             r.watch_heads.insert(&w.workspace_id);
@@ -167,6 +170,10 @@ pub enum Plan<'a> {
         fresh_watch: Vec<&'a WatchWrite>,
         /// The answer once the write commits.
         appended: Appended,
+        /// The batch writes its own session's tombstone: delete the
+        /// session's journal (events, id and scope indexes, head) in the
+        /// same transaction ([`crate::lifecycle`]).
+        purge: bool,
     },
 }
 
@@ -196,6 +203,19 @@ pub fn plan_batch<'a>(batch: &'a Batch, view: &mut impl View) -> Result<Plan<'a>
 
 fn decide<'a>(batch: &'a Batch, view: &mut impl View) -> Result<Plan<'a>, StoreError> {
     let sid = batch.session_id.as_str();
+    // A deleted session takes nothing more, not even a redelivery of what
+    // it once held: its journal is gone, so a redelivery would resurrect it.
+    if !sid.is_empty()
+        && view
+            .side(&crate::lifecycle::tombstone_probe(sid))?
+            .is_some()
+    {
+        return Err(StoreError::SessionDeleted);
+    }
+    let purge = crate::lifecycle::is_purge(batch);
+    if purge && !batch.events.is_empty() {
+        return Err(StoreError::SessionDeleted);
+    }
     let head = view.head(sid)?;
     let mut positions = Vec::with_capacity(batch.events.len());
     let mut fresh = Vec::new();
@@ -260,10 +280,11 @@ fn decide<'a>(batch: &'a Batch, view: &mut impl View) -> Result<Plan<'a>, StoreE
         fresh,
         fresh_watch,
         appended: Appended {
-            head: next,
+            head: if purge { 0 } else { next },
             positions,
             redelivered: false,
         },
+        purge,
     })
 }
 
@@ -399,7 +420,8 @@ mod tests {
             Ok(Plan::Write { .. })
         ));
         let reads = Reads::of(&batch);
-        assert_eq!(reads.side.len(), 2);
+        // The two writes and the session's tombstone.
+        assert_eq!(reads.side.len(), 3);
         assert_eq!(reads.session, "s");
     }
 }

@@ -56,7 +56,15 @@ impl<S: Store + 'static> Engine<S> {
     /// whose deadline was cleared, is dropped; a refusal of one timer is
     /// logged and left for the next pass.
     pub async fn fire_due_timers_as(&self, p: &Principal) -> Result<TimerReport, EngineError> {
-        self.fire_due(p, None).await
+        let report = self.fire_due(p, None).await?;
+        // Retention rides on the same pass ([`Engine::set_retention`]).
+        if let Some(policy) = self.retention() {
+            let pruned = self.prune(p, &policy, false).await?;
+            if !pruned.deleted.is_empty() {
+                tracing::info!(deleted = pruned.deleted.len(), "retention deleted sessions");
+            }
+        }
+        Ok(report)
     }
 
     /// Runs the driver every `interval` until the task is aborted (the host
