@@ -14,6 +14,7 @@
 //! verdict.
 
 mod client;
+mod closed;
 mod conversation;
 mod derived;
 mod documents;
@@ -232,6 +233,9 @@ pub struct Checker {
     client: ClientLedger,
     index: usize,
     canonical_graphs: bool,
+    /// Keeps closed runs and tool calls in their open form (the reference
+    /// the compacted checker is tested against).
+    full_history: bool,
 }
 
 /// Version of the [`Checker::snapshot`] layout. Version 3: deduplication
@@ -271,15 +275,20 @@ impl Checker {
         self
     }
 
+    /// Keeps closed runs, tool calls and their graphs uncompacted: the
+    /// checker as it was before compaction, for tests that compare the two
+    /// (verdicts, reads and `state_json` are the same either way).
+    #[doc(hidden)]
+    pub fn with_full_history(mut self) -> Self {
+        self.full_history = true;
+        self
+    }
+
     /// The canonical graph of a run tree derived so far (§9.7).
     /// (Borrowed while its root run is open; rebuilt from a compact form
     /// once the root is terminal.)
     pub fn graph(&self, session_id: &str, root_run_id: &str) -> Option<Cow<'_, RunGraph>> {
-        self.sessions
-            .get(session_id)?
-            .derived
-            .get(root_run_id)
-            .map(|g| g.graph(root_run_id))
+        self.sessions.get(session_id)?.derived_graph(root_run_id)
     }
 
     /// Number of records pushed so far (accepted or not).
@@ -293,17 +302,19 @@ impl Checker {
         self.sessions.get(session_id).map(|s| s.head)
     }
 
-    /// A run of the session, if it started.
-    pub fn run(&self, session_id: &str, run_id: &str) -> Option<&Run> {
-        self.sessions.get(session_id)?.runs.get(run_id)
+    /// A run of the session, if it started (borrowed while it is open,
+    /// rebuilt from its compact form once it is terminal).
+    pub fn run(&self, session_id: &str, run_id: &str) -> Option<Cow<'_, Run>> {
+        Some(self.sessions.get(session_id)?.run_ref(run_id)?.to_cow())
     }
 
-    /// Every run of the session, by `runId`.
-    pub fn runs(&self, session_id: &str) -> impl Iterator<Item = (&String, &Run)> {
+    /// Every run of the session, by `runId` in order.
+    pub fn runs(&self, session_id: &str) -> impl Iterator<Item = (&str, Cow<'_, Run>)> {
         self.sessions
             .get(session_id)
             .into_iter()
-            .flat_map(|s| s.runs.iter())
+            .flat_map(|s| s.all_runs())
+            .map(|(k, r)| (k, r.to_cow()))
     }
 
     /// A workflow of the session, if it started.
@@ -332,8 +343,7 @@ impl Checker {
     pub fn run_head(&self, session_id: &str, root_run_id: &str) -> u64 {
         self.sessions
             .get(session_id)
-            .and_then(|s| s.run_heads.get(root_run_id))
-            .copied()
+            .and_then(|s| s.run_head(root_run_id))
             .unwrap_or(0)
     }
 
@@ -348,17 +358,15 @@ impl Checker {
 
     /// The run a tool call belongs to and whether it is still open.
     pub fn tool_call(&self, session_id: &str, tool_call_id: &str) -> Option<(&str, bool)> {
-        let t = self.sessions.get(session_id)?.tools.get(tool_call_id)?;
-        Some((&t.run, t.state == ToolState::Open))
+        self.sessions.get(session_id)?.tool_ref(tool_call_id)
     }
 
     /// The state of a run, if it started.
     pub fn run_state(&self, session_id: &str, run_id: &str) -> Option<RunState> {
         self.sessions
             .get(session_id)?
-            .runs
-            .get(run_id)
-            .map(|r| r.state)
+            .run_ref(run_id)
+            .map(|r| r.state())
     }
 
     /// A deterministic rendering of everything the checker holds (not the
@@ -431,7 +439,7 @@ impl Checker {
                         FullRef {
                             state: s,
                             seen: &s.seen,
-                            derived: derived::Graphs(&s.derived),
+                            derived: derived::Graphs(s.all_derived()),
                         },
                     )
                 })
@@ -474,6 +482,7 @@ impl Checker {
                 s.derived = f.derived;
                 s.reindex();
                 s.pack_closed_graphs();
+                s.retire_all();
                 (k.into_boxed_str(), Box::new(s))
             })
             .collect();
@@ -484,6 +493,7 @@ impl Checker {
             client: snap.client,
             index: snap.index,
             canonical_graphs: false,
+            full_history: false,
         })
     }
 
@@ -649,7 +659,7 @@ impl Checker {
             &anchor.source_workflow_cursor,
         ) {
             (Some(root), Some(c), _, _) => {
-                if s.runs.get(root).is_none_or(|r| r.root != *root) {
+                if s.run_ref(root).is_none_or(|r| r.root() != *root) {
                     return fail(
                         "graph_unknown_root",
                         "9.7",
@@ -663,7 +673,7 @@ impl Checker {
                         "sourceRunCursor names another root run",
                     );
                 }
-                let head = s.run_heads.get(root).copied().unwrap_or(0);
+                let head = s.run_head(root).unwrap_or(0);
                 if c.sequence > head {
                     return fail(
                         "graph_cursor_ahead",
@@ -740,6 +750,21 @@ impl Checker {
         if result.is_err() && is_new_session {
             self.sessions.remove(env.session_id.as_str());
         }
+        if result == Ok(Applied::Applied) && !self.full_history {
+            if let Some(s) = self.sessions.get_mut(env.session_id.as_str()) {
+                let tool = match &ev.payload {
+                    AuthorityPayload::ToolCallFinished { tool_call_id, .. } => {
+                        Some(tool_call_id.as_str())
+                    }
+                    _ => None,
+                };
+                s.retire(
+                    env.run_id.as_deref(),
+                    tool,
+                    env.root_run_id.as_deref(),
+                );
+            }
+        }
         result
     }
 
@@ -754,6 +779,9 @@ impl Checker {
             .entry(env.session_id.as_str().into())
             .or_default();
         let result = s.ignored(env, fingerprint(ev.wire.json()));
+        if result.is_ok() && !self.full_history {
+            s.retire(None, None, env.root_run_id.as_deref());
+        }
         if result.is_err() && is_new_session {
             self.sessions.remove(env.session_id.as_str());
         }
@@ -773,7 +801,7 @@ impl Checker {
         if let Some(skip) = s.check_position(env)? {
             return Ok(skip);
         }
-        let run = env.run_id.as_deref().and_then(|r| s.runs.get(r));
+        let run = env.run_id.as_deref().and_then(|r| s.run_ref(r));
         if let AuthorityPayload::ToolCallFinished {
             tool_call_id,
             outcome,
@@ -782,7 +810,7 @@ impl Checker {
             ..
         } = &ev.payload
         {
-            let stop_requested = run.is_some_and(|r| r.stop_requested);
+            let stop_requested = run.is_some_and(|r| r.stop_requested());
             self.client.check_finished(
                 tool_call_id,
                 *outcome,
@@ -791,13 +819,13 @@ impl Checker {
                 stop_requested,
             )?;
         }
-        let bound_executor = run.and_then(|r| r.client_executor.clone());
+        let bound_executor = run.and_then(|r| r.client_executor().map(str::to_owned));
         // The graph step is checked before the state changes; a step the
         // graph cannot take is reported by the session rules below (they
         // subsume the graph's), so its error is not surfaced here.
         let graph_step = env.root_run_id.as_deref().map(|root| {
-            let step = match s.derived.get(root) {
-                Some(g) => g.graph(root).prepare(ev),
+            let step = match s.derived_graph(root) {
+                Some(g) => g.prepare(ev),
                 None if self.canonical_graphs => RunGraph::with_history(root).prepare(ev),
                 None => RunGraph::new(root).prepare(ev),
             };
@@ -805,9 +833,11 @@ impl Checker {
         });
         s.apply(ev)?;
         if let Some((root, step)) = graph_step {
+            s.revive_graph(root);
             match step {
                 Ok(step) => {
                     let canonical = self.canonical_graphs;
+                    let terminal = s.run_ref(root).is_some_and(|r| r.state().is_terminal());
                     let g = s.derived.get_or_insert_with(root, || {
                         Derived::live(if canonical {
                             RunGraph::with_history(root)
@@ -816,7 +846,7 @@ impl Checker {
                         })
                     });
                     g.with_live(root, |g| g.finish(step));
-                    if s.runs.get(root).is_some_and(|r| r.state.is_terminal()) {
+                    if terminal {
                         g.pack(root);
                     }
                 }
@@ -1042,6 +1072,7 @@ impl Session {
             );
         }
         if let (Some(root), Some(seq)) = (&env.root_run_id, env.sequence) {
+            self.revive_graph(root);
             if let Some(g) = self.derived.get_mut(root) {
                 let packed = g.is_packed();
                 g.with_live(root, |g| g.skip_to(seq));
@@ -1069,7 +1100,7 @@ impl Session {
             }
         }
         if let (Some(root), Some(seq)) = (&env.root_run_id, env.sequence) {
-            let head = self.run_heads.get(root).copied().unwrap_or(0);
+            let head = self.run_head(root).unwrap_or(0);
             if seq != head + 1 {
                 return fail(
                     "run_sequence_gap",
@@ -1086,7 +1117,7 @@ impl Session {
             self.x_mut().workflow_heads.insert(wf.clone(), seq);
         }
         if let (Some(root), Some(seq)) = (&env.root_run_id, env.sequence) {
-            self.run_heads.insert(root.clone(), seq);
+            self.set_run_head(root, seq);
         }
     }
 
@@ -1141,6 +1172,13 @@ impl Session {
     }
 
     fn run_mut(&mut self, run_id: &str) -> R<&mut Run> {
+        if self.runs.get(run_id).is_none() && self.is_closed_run(run_id) {
+            return fail(
+                "run_terminated",
+                "6.1",
+                format!("run {run_id} already reached a terminal"),
+            );
+        }
         match self.runs.get_mut(run_id) {
             Some(r) => Ok(r),
             None => fail(
@@ -1171,8 +1209,14 @@ impl Session {
         // Every run-tree event other than run.started needs its run started,
         // in the same root journal.
         if env.run_id.is_some() && !matches!(ev.payload, P::RunStarted { .. }) {
-            let run = self.run_mut(&run_id)?;
-            if run.root != root {
+            let Some(run) = self.run_ref(&run_id) else {
+                return fail(
+                    "run_not_started",
+                    "7.1",
+                    format!("run {run_id} has not started"),
+                );
+            };
+            if run.root() != root {
                 return fail(
                     "run_root_mismatch",
                     "3.3",
@@ -1181,7 +1225,7 @@ impl Session {
             }
             // §4.2, §9.1: every event of a workflow-owned run carries that
             // workflow's fields, and no other run's event claims one.
-            if run.workflow != env.workflow_id {
+            if run.workflow() != env.workflow_id.as_deref() {
                 return fail(
                     "run_workflow_mismatch",
                     "4.2",
@@ -1246,6 +1290,13 @@ impl Session {
             }
             P::RunStopRequested { target_run_id } => {
                 let Some(target) = self.runs.get_mut(target_run_id) else {
+                    if self.is_closed_run(target_run_id) {
+                        return fail(
+                            "stop_target_invalid",
+                            "7.4",
+                            "stop target must be open and of the same journal",
+                        );
+                    }
                     return fail(
                         "stop_target_invalid",
                         "7.4",
@@ -1386,7 +1437,7 @@ impl Session {
                 executor,
                 ..
             } => {
-                if self.tools.contains_key(tool_call_id) {
+                if self.tool_ref(tool_call_id).is_some() {
                     return fail(
                         "tool_call_duplicate",
                         "7.8",
@@ -1423,6 +1474,13 @@ impl Session {
             }
             P::ToolCallFinished { tool_call_id, .. } => {
                 let Some(tool) = self.tools.get_mut(tool_call_id) else {
+                    if self.tool_ref(tool_call_id).is_some() {
+                        return fail(
+                            "tool_call_finished_twice",
+                            "7.9",
+                            "exactly one finish follows each start",
+                        );
+                    }
                     return fail(
                         "tool_call_unknown",
                         "7.9",
@@ -1607,7 +1665,7 @@ impl Session {
         root: &str,
         client_executor: Option<String>,
     ) -> R {
-        if self.runs.contains_key(run_id) {
+        if self.run_ref(run_id).is_some() {
             return fail(
                 "run_already_started",
                 "7.1",
@@ -1653,10 +1711,24 @@ impl Session {
                 );
             };
             let Some(parent) = self.runs.get_mut(parent_id) else {
+                let Some(closed) = self.run_ref(parent_id) else {
+                    return fail(
+                        "parent_invalid",
+                        "3.3",
+                        format!("parent run {parent_id} has not started"),
+                    );
+                };
+                if closed.root() != root || closed.workflow() != env.workflow_id.as_deref() {
+                    return fail(
+                        "parent_invalid",
+                        "3.3",
+                        "the parent run is of another root journal or workflow",
+                    );
+                }
                 return fail(
                     "parent_invalid",
                     "3.3",
-                    format!("parent run {parent_id} has not started"),
+                    "the parent run must be open and running",
                 );
             };
             if parent.root != root || parent.workflow != env.workflow_id {

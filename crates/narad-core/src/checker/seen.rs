@@ -114,6 +114,14 @@ impl Seen {
         }
     }
 
+    /// Returns spare capacity (the session is idle).
+    pub fn shrink(&mut self) {
+        match self {
+            Self::Small(v) => v.shrink_to_fit(),
+            Self::Large(m) => m.shrink_to_fit(),
+        }
+    }
+
     fn sorted(&self) -> Vec<(u64, u64)> {
         match self {
             Self::Small(v) => v.clone(),
