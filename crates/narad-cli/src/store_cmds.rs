@@ -2,6 +2,7 @@
 //! `migrate_cmd.rs`).
 //! Each returns `Ok(exit code)` or a one-line error.
 
+use std::borrow::Cow;
 use std::io::Write;
 
 use crate::output::{out, Failure, OutputError};
@@ -132,13 +133,13 @@ fn print_run(c: &Checker, sid: &str, id: &str, run: &Run, depth: usize) -> Resul
             i.actions.join(", ")
         );
     }
-    let mut children: Vec<(&String, &Run)> = c
+    let mut children: Vec<(&str, Cow<Run>)> = c
         .runs(sid)
         .filter(|(_, r)| r.parent.as_deref() == Some(id))
         .collect();
-    children.sort_by_key(|(k, _)| k.as_str());
+    children.sort_by_key(|(k, _)| *k);
     for (cid, child) in children {
-        print_run(c, sid, cid, child, depth + 1)?;
+        print_run(c, sid, cid, &child, depth + 1)?;
     }
     Ok(())
 }
@@ -174,10 +175,11 @@ pub async fn show(store: &AnyStore, sid: &str) -> Outcome {
                 .unwrap_or_default()
         );
     }
-    let mut roots: Vec<(&String, &Run)> = c.runs(sid).filter(|(_, r)| r.parent.is_none()).collect();
-    roots.sort_by_key(|(k, _)| k.as_str());
+    let mut roots: Vec<(&str, Cow<Run>)> =
+        c.runs(sid).filter(|(_, r)| r.parent.is_none()).collect();
+    roots.sort_by_key(|(k, _)| *k);
     for (id, run) in roots {
-        print_run(&c, sid, id, run, 0)?;
+        print_run(&c, sid, id, &run, 0)?;
     }
     if let Some(t) = c.transcript(sid) {
         if !t.messages.is_empty() {

@@ -431,9 +431,11 @@ impl Session {
             .map(|(k, r)| (k.as_str(), RunRef::Open(r)))
             .collect();
         if let Some(c) = self.closed() {
-            v.extend(c.runs.sorted().into_iter().filter_map(|(id, b)| {
-                ClosedRun::unpack(id, b).map(|r| (id, RunRef::Closed(r)))
-            }));
+            v.extend(
+                c.runs.sorted().into_iter().filter_map(|(id, b)| {
+                    ClosedRun::unpack(id, b).map(|r| (id, RunRef::Closed(r)))
+                }),
+            );
             v.sort_by(|a, b| a.0.cmp(b.0));
         }
         v
@@ -521,7 +523,9 @@ impl Session {
             return Some(g.graph(root));
         }
         let b = root_graph(self.closed()?.roots.get(root)?)?;
-        Some(Cow::Owned(Derived::Packed(b.into()).graph(root).into_owned()))
+        Some(Cow::Owned(
+            Derived::Packed(b.into()).graph(root).into_owned(),
+        ))
     }
 
     /// Every derived graph, in key order (packed ones as packed).

@@ -758,11 +758,7 @@ impl Checker {
                     }
                     _ => None,
                 };
-                s.retire(
-                    env.run_id.as_deref(),
-                    tool,
-                    env.root_run_id.as_deref(),
-                );
+                s.retire(env.run_id.as_deref(), tool, env.root_run_id.as_deref());
             }
         }
         result

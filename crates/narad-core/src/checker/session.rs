@@ -271,7 +271,13 @@ impl Tools<'_> {
             } else {
                 super::ToolState::Finished
             };
-            (k, Tool { run: run.into(), state })
+            (
+                k,
+                Tool {
+                    run: run.into(),
+                    state,
+                },
+            )
         })
     }
 }
