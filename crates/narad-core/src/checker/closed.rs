@@ -1,6 +1,6 @@
-//! A session's closed history, compacted: runs that reached a terminal,
-//! finished tool calls, and the run-tree heads and packed graphs of closed
-//! runs. Later rules still read all of it (a reused run or tool id is
+//! A session's closed history, compacted: runs that reached a terminal
+//! (with the run-tree head and packed graph kept under their id), and
+//! finished tool calls. Later rules still read all of it (a reused run or tool id is
 //! refused, an event of a closed run is refused by its root, workflow and
 //! state, a stop or child names a closed run, a graph record names a closed
 //! root, an ignored event still advances a closed root's journal), and so
@@ -81,8 +81,6 @@ struct Entry<'a> {
     id: &'a str,
     payload: &'a [u8],
     alive: bool,
-    /// Offset of the payload in the arena.
-    payload_at: usize,
     end: usize,
 }
 
@@ -99,7 +97,6 @@ impl Arena {
             id,
             payload,
             alive,
-            payload_at: p,
             end: p + n,
         })
     }
@@ -189,13 +186,11 @@ impl Arena {
         Some(payload)
     }
 
-    /// The payload of `id`, mutably (same length: for fixed-width fields).
-    pub fn payload_mut(&mut self, id: &str) -> Option<&mut [u8]> {
-        let (from, to) = {
-            let e = self.find(id)?;
-            (e.payload_at, e.end)
-        };
-        self.bytes.get_mut(from..to)
+    /// Replaces the payload of `id` (present).
+    pub fn replace(&mut self, id: &str, payload: &[u8]) {
+        if self.remove(id).is_some() {
+            self.insert(id, payload);
+        }
     }
 
     fn compact(&mut self) {
@@ -224,16 +219,12 @@ impl Arena {
 /// A closed session's history: see the module docs.
 #[derive(Clone, Default)]
 pub(super) struct Closed {
-    /// runId -> packed [`ClosedRun`].
+    /// runId -> packed [`ClosedRun`], then the run-tree head and packed
+    /// graph kept under that id, if any.
     pub runs: Arena,
     /// toolCallId -> the owning runId (the call is finished).
     pub tools: Arena,
-    /// Key of `run_heads` / `derived` whose run closed -> `[flags][head u64][graph]`.
-    pub roots: Arena,
 }
-
-const HAS_HEAD: u8 = 1;
-const HAS_GRAPH: u8 = 2;
 
 /// A closed run, borrowed from its packed record.
 #[derive(Debug, Clone, Copy)]
@@ -251,6 +242,56 @@ const ROOT_SELF: u8 = 8;
 const PARENT: u8 = 16;
 const WORKFLOW: u8 = 32;
 const CLIENT: u8 = 64;
+/// A tail follows the strings: `[varint head + 1 or 0][varint graph
+/// length + 1 or 0][graph]`.
+const TAIL: u8 = 128;
+
+/// A closed run's record: the run, and the head and graph under its id.
+struct Record<'a> {
+    run: ClosedRun<'a>,
+    head: Option<u64>,
+    graph: Option<&'a [u8]>,
+    /// Length of the run's part (without the tail).
+    run_len: usize,
+}
+
+impl<'a> Record<'a> {
+    fn parse(id: &'a str, b: &'a [u8]) -> Option<Self> {
+        let (run, mut at) = ClosedRun::unpack(id, b)?;
+        let run_len = at;
+        let (mut head, mut graph) = (None, None);
+        if b.first()? & TAIL != 0 {
+            head = varint(b, &mut at)?.checked_sub(1).map(|h| h as u64);
+            if let Some(n) = varint(b, &mut at)?.checked_sub(1) {
+                graph = Some(b.get(at..at.checked_add(n)?)?);
+            }
+        }
+        Some(Self {
+            run,
+            head,
+            graph,
+            run_len,
+        })
+    }
+
+    /// Its bytes `b` with this head and graph.
+    fn encode(b: &[u8], run_len: usize, head: Option<u64>, graph: Option<&[u8]>) -> Vec<u8> {
+        let mut out = b.get(..run_len).unwrap_or_default().to_vec();
+        let tail = head.is_some() || graph.is_some();
+        if let Some(f) = out.first_mut() {
+            *f &= !TAIL;
+            if tail {
+                *f |= TAIL;
+            }
+        }
+        if tail {
+            put_varint(&mut out, head.map_or(0, |h| h.saturating_add(1)));
+            put_varint(&mut out, graph.map_or(0, |g| g.len() as u64 + 1));
+            out.extend_from_slice(graph.unwrap_or_default());
+        }
+        out
+    }
+}
 
 impl<'a> ClosedRun<'a> {
     fn pack(id: &str, run: &Run) -> Option<Vec<u8>> {
@@ -283,7 +324,8 @@ impl<'a> ClosedRun<'a> {
         Some(out)
     }
 
-    fn unpack(id: &'a str, b: &'a [u8]) -> Option<Self> {
+    /// The run and the offset where its part of the record ends.
+    fn unpack(id: &'a str, b: &'a [u8]) -> Option<(Self, usize)> {
         let flags = *b.first()?;
         let mut at = 1;
         let root = if flags & ROOT_SELF != 0 {
@@ -298,7 +340,7 @@ impl<'a> ClosedRun<'a> {
                 take_str(b, &mut at).map(Some)
             }
         };
-        Some(Self {
+        let run = Self {
             root,
             parent: opt(PARENT)?,
             workflow: opt(WORKFLOW)?,
@@ -309,7 +351,8 @@ impl<'a> ClosedRun<'a> {
                 _ => RunState::Cancelled,
             },
             stop_requested: flags & STOP != 0,
-        })
+        };
+        Some((run, at))
     }
 
     /// The open form, as the full-history checker holds it.
@@ -380,32 +423,27 @@ impl<'a> RunRef<'a> {
     }
 }
 
-fn root_record(head: Option<u64>, graph: Option<&[u8]>) -> Vec<u8> {
-    let mut out = vec![0u8; 9];
-    if let Some(h) = head {
-        out[0] |= HAS_HEAD;
-        out[1..9].copy_from_slice(&h.to_le_bytes());
-    }
-    if let Some(g) = graph {
-        out[0] |= HAS_GRAPH;
-        out.extend_from_slice(g);
-    }
-    out
-}
-
-fn root_head(b: &[u8]) -> Option<u64> {
-    let flags = *b.first()?;
-    let bytes: [u8; 8] = b.get(1..9)?.try_into().ok()?;
-    (flags & HAS_HEAD != 0).then(|| u64::from_le_bytes(bytes))
-}
-
-fn root_graph(b: &[u8]) -> Option<&[u8]> {
-    (*b.first()? & HAS_GRAPH != 0).then(|| b.get(9..)).flatten()
-}
-
 impl Session {
     fn closed(&self) -> Option<&Closed> {
         self.closed.as_deref()
+    }
+
+    fn record(&self, id: &str) -> Option<Record<'_>> {
+        let e = self.closed()?.runs.find(id)?;
+        Record::parse(e.id, e.payload)
+    }
+
+    /// Rewrites the tail of a closed run's record.
+    fn set_tail(&mut self, id: &str, head: Option<u64>, graph: Option<&[u8]>) {
+        let Some(b) = self.record(id).and_then(|r| {
+            let b = self.closed()?.runs.get(id)?;
+            Some(Record::encode(b, r.run_len, head, graph))
+        }) else {
+            return;
+        };
+        if let Some(c) = self.closed.as_deref_mut() {
+            c.runs.replace(id, &b);
+        }
     }
 
     /// A run, open or closed.
@@ -413,12 +451,10 @@ impl Session {
         if let Some(r) = self.runs.get(id) {
             return Some(RunRef::Open(r));
         }
-        let c = self.closed()?;
-        let b = c.runs.get(id)?;
-        ClosedRun::unpack(id_of(&c.runs, id)?, b).map(RunRef::Closed)
+        self.record(id).map(|r| RunRef::Closed(r.run))
     }
 
-    /// Whether the run exists and reached a terminal in compacted form.
+    /// Whether the run reached a terminal and was compacted.
     pub(super) fn is_closed_run(&self, id: &str) -> bool {
         self.closed().is_some_and(|c| c.runs.get(id).is_some())
     }
@@ -431,11 +467,9 @@ impl Session {
             .map(|(k, r)| (k.as_str(), RunRef::Open(r)))
             .collect();
         if let Some(c) = self.closed() {
-            v.extend(
-                c.runs.sorted().into_iter().filter_map(|(id, b)| {
-                    ClosedRun::unpack(id, b).map(|r| (id, RunRef::Closed(r)))
-                }),
-            );
+            v.extend(c.runs.sorted().into_iter().filter_map(|(id, b)| {
+                ClosedRun::unpack(id, b).map(|(r, _)| (id, RunRef::Closed(r)))
+            }));
             v.sort_by(|a, b| a.0.cmp(b.0));
         }
         v
@@ -469,12 +503,12 @@ impl Session {
         v
     }
 
-    /// The run-tree head of `root` (0 if none).
+    /// The run-tree head of `root`, if any.
     pub(super) fn run_head(&self, root: &str) -> Option<u64> {
         if let Some(h) = self.run_heads.get(root) {
             return Some(*h);
         }
-        self.closed()?.roots.get(root).and_then(root_head)
+        self.record(root)?.head
     }
 
     /// Sets the run-tree head of `root` wherever it is held.
@@ -483,19 +517,14 @@ impl Session {
             *h = seq;
             return;
         }
-        if let Some(b) = self
-            .closed
-            .as_deref_mut()
-            .and_then(|c| c.roots.payload_mut(root))
-        {
-            if b.first().is_some_and(|f| f & HAS_HEAD != 0) {
-                if let Some(slot) = b.get_mut(1..9) {
-                    slot.copy_from_slice(&seq.to_le_bytes());
-                }
+        let graph = match self.record(root) {
+            Some(r) if r.head.is_some() => r.graph.map(<[u8]>::to_vec),
+            _ => {
+                self.run_heads.insert(root.to_owned(), seq);
                 return;
             }
-        }
-        self.run_heads.insert(root.to_owned(), seq);
+        };
+        self.set_tail(root, Some(seq), graph.as_deref());
     }
 
     /// Every run-tree head, in key order.
@@ -507,10 +536,10 @@ impl Session {
             .collect();
         if let Some(c) = self.closed() {
             v.extend(
-                c.roots
+                c.runs
                     .sorted()
                     .into_iter()
-                    .filter_map(|(k, b)| Some((k, root_head(b)?))),
+                    .filter_map(|(k, b)| Some((k, Record::parse(k, b)?.head?))),
             );
             v.sort_by(|a, b| a.0.cmp(b.0));
         }
@@ -522,7 +551,7 @@ impl Session {
         if let Some(g) = self.derived.get(root) {
             return Some(g.graph(root));
         }
-        let b = root_graph(self.closed()?.roots.get(root)?)?;
+        let b = self.record(root)?.graph?;
         Some(Cow::Owned(
             Derived::Packed(b.into()).graph(root).into_owned(),
         ))
@@ -536,8 +565,9 @@ impl Session {
             .map(|(k, d)| (k.as_str(), Cow::Borrowed(d)))
             .collect();
         if let Some(c) = self.closed() {
-            v.extend(c.roots.sorted().into_iter().filter_map(|(k, b)| {
-                Some((k, Cow::Owned(Derived::Packed(root_graph(b)?.into()))))
+            v.extend(c.runs.sorted().into_iter().filter_map(|(k, b)| {
+                let g = Record::parse(k, b)?.graph?;
+                Some((k, Cow::Owned(Derived::Packed(g.into()))))
             }));
             v.sort_by(|a, b| a.0.cmp(b.0));
         }
@@ -547,23 +577,20 @@ impl Session {
     /// Moves a closed root's packed graph back into `derived`, for a step
     /// that changes it ([`Session::retire`] packs it away again).
     pub(super) fn revive_graph(&mut self, root: &str) {
-        let Some(c) = self.closed.as_deref_mut() else {
+        let Some((head, g)) = self
+            .record(root)
+            .and_then(|r| Some((r.head, Box::<[u8]>::from(r.graph?))))
+        else {
             return;
         };
-        let Some(b) = c.roots.get(root) else { return };
-        let Some(g) = root_graph(b).map(Box::<[u8]>::from) else {
-            return;
-        };
-        let head = root_head(b);
-        c.roots.remove(root);
-        c.roots.insert(root, &root_record(head, None));
+        self.set_tail(root, head, None);
         self.derived.insert(root.to_owned(), Derived::Packed(g));
     }
 
     /// Compacts what an accepted event closed: a terminal run (with the
     /// head and packed graph kept under its id), a finished tool call, and
-    /// a closed root's graph after a step changed it. Leaves anything not
-    /// in its final form as it is, so the rendering never changes.
+    /// a closed root's head or graph after a step changed it. Leaves
+    /// anything not in its final form as it is, so renderings never change.
     pub(super) fn retire(&mut self, run: Option<&str>, tool: Option<&str>, root: Option<&str>) {
         if let Some(id) = tool {
             let done = self
@@ -604,17 +631,13 @@ impl Session {
             if let Some(c) = self.closed.as_deref_mut() {
                 c.runs.shrink();
                 c.tools.shrink();
-                c.roots.shrink();
             }
         }
     }
 
-    /// Moves the head and packed graph kept under `key` into the closed
-    /// roots once the run of that id is closed.
+    /// Moves the head and packed graph kept under `key` into the record of
+    /// the closed run of that id.
     fn settle_root(&mut self, key: &str) {
-        if !self.is_closed_run(key) {
-            return;
-        }
         let head = self.run_heads.get(key).copied();
         let graph = match self.derived.get(key) {
             Some(Derived::Packed(b)) => Some(b.clone()),
@@ -623,22 +646,23 @@ impl Session {
         if head.is_none() && graph.is_none() {
             return;
         }
-        let Some(c) = self.closed.as_deref_mut() else {
+        let Some((old_head, old_graph)) = self
+            .record(key)
+            .map(|r| (r.head, r.graph.map(<[u8]>::to_vec)))
+        else {
             return;
         };
-        let old = c.roots.remove(key);
-        let head = head.or_else(|| old.as_deref().and_then(root_head));
-        let kept_graph = old.as_deref().and_then(root_graph).map(<[u8]>::to_vec);
-        let graph_bytes = graph.as_deref().or(kept_graph.as_deref());
-        c.roots.insert(key, &root_record(head, graph_bytes));
-        self.run_heads.remove(key);
-        if graph.is_some() {
+        let graph = graph.map(Vec::from).or(old_graph);
+        self.set_tail(key, head.or(old_head), graph.as_deref());
+        if head.is_some() {
+            self.run_heads.remove(key);
+        }
+        if matches!(self.derived.get(key), Some(Derived::Packed(_))) {
             self.derived.remove(key);
         }
     }
 
-    /// Compacts every terminal run, finished tool call and their heads
-    /// and graphs (after a restore).
+    /// Compacts every terminal run and finished tool call (after a restore).
     pub(super) fn retire_all(&mut self) {
         let tools: Vec<String> = self.tools.iter().map(|(k, _)| k.clone()).collect();
         for t in &tools {
@@ -649,10 +673,4 @@ impl Session {
             self.retire(Some(r), None, None);
         }
     }
-}
-
-/// The id of `id`'s record as borrowed from the arena (so a view outlives
-/// the caller's key).
-fn id_of<'a>(a: &'a Arena, id: &str) -> Option<&'a str> {
-    a.find(id).map(|e| e.id)
 }

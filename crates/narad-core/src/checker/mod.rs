@@ -238,12 +238,11 @@ pub struct Checker {
     full_history: bool,
 }
 
-/// Version of the [`Checker::snapshot`] layout. Version 3: deduplication
-/// sets hold `[eventId hash, fingerprint]` pairs. Version 2: a derived
-/// graph's node index may be empty while the graph is small (it is then
-/// scanned). Versions 1 and 2, which hold eventIds themselves, restore too
-/// (their ids are hashed on the way in).
-const SNAPSHOT_FORMAT: u32 = 3;
+/// Version of the [`Checker::snapshot`] layout. Version 4: deduplication
+/// sets hold `[eventId hash, folded 32-bit fingerprint]` pairs. Earlier
+/// versions (64-bit fingerprints, or eventIds themselves) are not
+/// restored: the host replays the journal instead.
+const SNAPSHOT_FORMAT: u32 = 4;
 
 pub(crate) type R<T = ()> = Result<T, (&'static str, &'static str, String)>;
 
@@ -470,7 +469,7 @@ impl Checker {
             index: usize,
         }
         let snap: Snap = serde_json::from_slice(bytes).ok()?;
-        if !(1..=SNAPSHOT_FORMAT).contains(&snap.format) {
+        if snap.format != SNAPSHOT_FORMAT {
             return None;
         }
         let sessions = snap
@@ -953,7 +952,7 @@ fn canonical_check(
 /// caller records the id once the event is accepted.
 fn dedup(seen: &Seen, event_id: &str, fp: u64) -> R<Option<Applied>> {
     match seen.get(event_id) {
-        Some(prev) if prev == fp => Ok(Some(Applied::Duplicate)),
+        Some(prev) if prev == seen::fold(fp) => Ok(Some(Applied::Duplicate)),
         Some(_) => fail(
             "duplicate_event_conflict",
             "4.1",
