@@ -314,3 +314,39 @@ proptest! {
         run(&ops, core_only, Some(at))?;
     }
 }
+
+/// Snapshot format 4 holds folded fingerprints: an older snapshot is not
+/// restored (the host replays its journal instead), and a current one
+/// restores to the same state, closed history included.
+#[test]
+fn only_the_current_snapshot_format_restores() {
+    let mut c = Checker::default();
+    let mut g = Gen {
+        n: 0,
+        sent: Vec::new(),
+        tools: Vec::new(),
+    };
+    let mut reference = Checker::default().with_full_history();
+    for kind in [0, 6, 7, 14, 3] {
+        let o = Op {
+            kind,
+            session: 0,
+            run: 0,
+            other: 0,
+            skew: 5,
+            pick: 0,
+        };
+        let bytes = g.record(&reference, &o).unwrap();
+        assert!(reference.push_bytes(&bytes).is_ok());
+        assert!(c.push_bytes(&bytes).is_ok());
+        g.sent.push(bytes);
+    }
+    assert_eq!(c.run_state("s0", "x0").map(|s| s.is_terminal()), Some(true));
+    let snap = c.snapshot();
+    let restored = Checker::restore(Validator::default(), &snap).unwrap();
+    assert_eq!(restored.debug_state(), c.debug_state());
+    let text = String::from_utf8(snap).unwrap();
+    assert!(text.contains(r#""format":4"#));
+    let old = text.replace(r#""format":4"#, r#""format":3"#);
+    assert!(Checker::restore(Validator::default(), old.as_bytes()).is_none());
+}
