@@ -448,7 +448,7 @@ impl Session {
 
     /// A run, open or closed.
     pub(super) fn run_ref(&self, id: &str) -> Option<RunRef<'_>> {
-        if let Some(r) = self.runs.get(id) {
+        if let Some(r) = self.w().runs.get(id) {
             return Some(RunRef::Open(r));
         }
         self.record(id).map(|r| RunRef::Closed(r.run))
@@ -462,6 +462,7 @@ impl Session {
     /// Every run, open or closed, in id order.
     pub(super) fn all_runs(&self) -> Vec<(&str, RunRef<'_>)> {
         let mut v: Vec<(&str, RunRef<'_>)> = self
+            .w()
             .runs
             .iter()
             .map(|(k, r)| (k.as_str(), RunRef::Open(r)))
@@ -477,7 +478,7 @@ impl Session {
 
     /// A tool call's run and whether it is still open.
     pub(super) fn tool_ref(&self, id: &str) -> Option<(&str, bool)> {
-        if let Some(t) = self.tools.get(id) {
+        if let Some(t) = self.w().tools.get(id) {
             return Some((&t.run, t.state == super::ToolState::Open));
         }
         let b = self.closed()?.tools.get(id)?;
@@ -487,6 +488,7 @@ impl Session {
     /// Every tool call, open or closed, in id order: `(id, run, open)`.
     pub(super) fn all_tools(&self) -> Vec<(&str, &str, bool)> {
         let mut v: Vec<(&str, &str, bool)> = self
+            .w()
             .tools
             .iter()
             .map(|(k, t)| (k.as_str(), &*t.run, t.state == super::ToolState::Open))
@@ -505,7 +507,7 @@ impl Session {
 
     /// The run-tree head of `root`, if any.
     pub(super) fn run_head(&self, root: &str) -> Option<u64> {
-        if let Some(h) = self.run_heads.get(root) {
+        if let Some(h) = self.w().run_heads.get(root) {
             return Some(*h);
         }
         self.record(root)?.head
@@ -513,14 +515,14 @@ impl Session {
 
     /// Sets the run-tree head of `root` wherever it is held.
     pub(super) fn set_run_head(&mut self, root: &str, seq: u64) {
-        if let Some(h) = self.run_heads.get_mut(root) {
+        if let Some(h) = self.w_mut().run_heads.get_mut(root) {
             *h = seq;
             return;
         }
         let graph = match self.record(root) {
             Some(r) if r.head.is_some() => r.graph.map(<[u8]>::to_vec),
             _ => {
-                self.run_heads.insert(root.to_owned(), seq);
+                self.w_mut().run_heads.insert(root.to_owned(), seq);
                 return;
             }
         };
@@ -530,6 +532,7 @@ impl Session {
     /// Every run-tree head, in key order.
     pub(super) fn all_heads(&self) -> Vec<(&str, u64)> {
         let mut v: Vec<(&str, u64)> = self
+            .w()
             .run_heads
             .iter()
             .map(|(k, h)| (k.as_str(), *h))
@@ -548,7 +551,7 @@ impl Session {
 
     /// The derived graph of `root`, live or packed, wherever it is held.
     pub(super) fn derived_graph(&self, root: &str) -> Option<Cow<'_, RunGraph>> {
-        if let Some(g) = self.derived.get(root) {
+        if let Some(g) = self.w().derived.get(root) {
             return Some(g.graph(root));
         }
         let b = self.record(root)?.graph?;
@@ -560,6 +563,7 @@ impl Session {
     /// Every derived graph, in key order (packed ones as packed).
     pub(super) fn all_derived(&self) -> Vec<(&str, Cow<'_, Derived>)> {
         let mut v: Vec<(&str, Cow<'_, Derived>)> = self
+            .w()
             .derived
             .iter()
             .map(|(k, d)| (k.as_str(), Cow::Borrowed(d)))
@@ -584,7 +588,9 @@ impl Session {
             return;
         };
         self.set_tail(root, head, None);
-        self.derived.insert(root.to_owned(), Derived::Packed(g));
+        self.w_mut()
+            .derived
+            .insert(root.to_owned(), Derived::Packed(g));
     }
 
     /// Compacts what an accepted event closed: a terminal run (with the
@@ -594,12 +600,13 @@ impl Session {
     pub(super) fn retire(&mut self, run: Option<&str>, tool: Option<&str>, root: Option<&str>) {
         if let Some(id) = tool {
             let done = self
+                .w()
                 .tools
                 .get(id)
                 .filter(|t| t.state == super::ToolState::Finished)
                 .map(|t| t.run.clone());
             if let Some(run) = done {
-                self.tools.remove(id);
+                self.w_mut().tools.remove(id);
                 self.closed
                     .get_or_insert_with(Box::default)
                     .tools
@@ -607,7 +614,7 @@ impl Session {
             }
         }
         if let Some(id) = run {
-            let packed = self.runs.get(id).and_then(|r| {
+            let packed = self.w().runs.get(id).and_then(|r| {
                 let idle = r.open_pause.is_none()
                     && r.open_interrupt.is_none()
                     && r.open_children.is_empty()
@@ -615,7 +622,7 @@ impl Session {
                 idle.then(|| ClosedRun::pack(id, r)).flatten()
             });
             if let Some(b) = packed {
-                self.runs.remove(id);
+                self.w_mut().runs.remove(id);
                 self.closed
                     .get_or_insert_with(Box::default)
                     .runs
@@ -626,7 +633,8 @@ impl Session {
         if let Some(root) = root {
             self.settle_root(root);
         }
-        if self.runs.len() == 0 {
+        self.trim();
+        if self.w().runs.len() == 0 {
             self.seen.shrink();
             if let Some(c) = self.closed.as_deref_mut() {
                 c.runs.shrink();
@@ -638,8 +646,8 @@ impl Session {
     /// Moves the head and packed graph kept under `key` into the record of
     /// the closed run of that id.
     fn settle_root(&mut self, key: &str) {
-        let head = self.run_heads.get(key).copied();
-        let graph = match self.derived.get(key) {
+        let head = self.w().run_heads.get(key).copied();
+        let graph = match self.w().derived.get(key) {
             Some(Derived::Packed(b)) => Some(b.clone()),
             _ => None,
         };
@@ -655,20 +663,20 @@ impl Session {
         let graph = graph.map(Vec::from).or(old_graph);
         self.set_tail(key, head.or(old_head), graph.as_deref());
         if head.is_some() {
-            self.run_heads.remove(key);
+            self.w_mut().run_heads.remove(key);
         }
-        if matches!(self.derived.get(key), Some(Derived::Packed(_))) {
-            self.derived.remove(key);
+        if matches!(self.w().derived.get(key), Some(Derived::Packed(_))) {
+            self.w_mut().derived.remove(key);
         }
     }
 
     /// Compacts every terminal run and finished tool call (after a restore).
     pub(super) fn retire_all(&mut self) {
-        let tools: Vec<String> = self.tools.iter().map(|(k, _)| k.clone()).collect();
+        let tools: Vec<String> = self.w().tools.iter().map(|(k, _)| k.clone()).collect();
         for t in &tools {
             self.retire(None, Some(t), None);
         }
-        let runs: Vec<String> = self.runs.iter().map(|(k, _)| k.clone()).collect();
+        let runs: Vec<String> = self.w().runs.iter().map(|(k, _)| k.clone()).collect();
         for r in &runs {
             self.retire(Some(r), None, None);
         }

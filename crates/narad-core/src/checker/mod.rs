@@ -478,7 +478,8 @@ impl Checker {
             .map(|(k, f)| {
                 let mut s = f.state;
                 s.seen = f.seen;
-                s.derived = f.derived;
+                s.w_mut().derived = f.derived;
+                s.trim();
                 s.reindex();
                 s.pack_closed_graphs();
                 s.retire_all();
@@ -833,7 +834,7 @@ impl Checker {
                 Ok(step) => {
                     let canonical = self.canonical_graphs;
                     let terminal = s.run_ref(root).is_some_and(|r| r.state().is_terminal());
-                    let g = s.derived.get_or_insert_with(root, || {
+                    let g = s.w_mut().derived.get_or_insert_with(root, || {
                         Derived::live(if canonical {
                             RunGraph::with_history(root)
                         } else {
@@ -848,7 +849,7 @@ impl Checker {
                 // Unreachable for accepted authority; drop the graph rather
                 // than keep a wrong one (a canonical check then fails).
                 Err(_) => {
-                    s.derived.remove(root);
+                    s.w_mut().derived.remove(root);
                 }
             }
         }
@@ -933,7 +934,11 @@ fn canonical_check(
     if anchor.graph_schema_version != crate::graph::GRAPH_SCHEMA_VERSION {
         return Ok(None);
     }
-    let derived = s.derived.get(root).and_then(|g| g.graph(root).at(cursor));
+    let derived = s
+        .w()
+        .derived
+        .get(root)
+        .and_then(|g| g.graph(root).at(cursor));
     match derived {
         Some(g) if g.revision() == anchor.revision && g.body() == emitted => Ok(Some(emitted)),
         _ => fail(
@@ -1068,7 +1073,7 @@ impl Session {
         }
         if let (Some(root), Some(seq)) = (&env.root_run_id, env.sequence) {
             self.revive_graph(root);
-            if let Some(g) = self.derived.get_mut(root) {
+            if let Some(g) = self.w_mut().derived.get_mut(root) {
                 let packed = g.is_packed();
                 g.with_live(root, |g| g.skip_to(seq));
                 if packed {
@@ -1167,14 +1172,14 @@ impl Session {
     }
 
     fn run_mut(&mut self, run_id: &str) -> R<&mut Run> {
-        if self.runs.get(run_id).is_none() && self.is_closed_run(run_id) {
+        if self.w().runs.get(run_id).is_none() && self.is_closed_run(run_id) {
             return fail(
                 "run_terminated",
                 "6.1",
                 format!("run {run_id} already reached a terminal"),
             );
         }
-        match self.runs.get_mut(run_id) {
+        match self.w_mut().runs.get_mut(run_id) {
             Some(r) => Ok(r),
             None => fail(
                 "run_not_started",
@@ -1284,7 +1289,7 @@ impl Session {
                 Ok(())
             }
             P::RunStopRequested { target_run_id } => {
-                let Some(target) = self.runs.get_mut(target_run_id) else {
+                let Some(target) = self.w_mut().runs.get_mut(target_run_id) else {
                     if self.is_closed_run(target_run_id) {
                         return fail(
                             "stop_target_invalid",
@@ -1458,7 +1463,7 @@ impl Session {
                     );
                 }
                 run.open_tools.insert(tool_call_id.clone());
-                self.tools.insert(
+                self.w_mut().tools.insert(
                     tool_call_id.clone(),
                     Tool {
                         run: run_id.into(),
@@ -1468,7 +1473,7 @@ impl Session {
                 Ok(())
             }
             P::ToolCallFinished { tool_call_id, .. } => {
-                let Some(tool) = self.tools.get_mut(tool_call_id) else {
+                let Some(tool) = self.w_mut().tools.get_mut(tool_call_id) else {
                     if self.tool_ref(tool_call_id).is_some() {
                         return fail(
                             "tool_call_finished_twice",
@@ -1705,7 +1710,7 @@ impl Session {
                     "a nested run names its parentRunId",
                 );
             };
-            let Some(parent) = self.runs.get_mut(parent_id) else {
+            let Some(parent) = self.w_mut().runs.get_mut(parent_id) else {
                 let Some(closed) = self.run_ref(parent_id) else {
                     return fail(
                         "parent_invalid",
@@ -1757,7 +1762,7 @@ impl Session {
         if top_level {
             self.last_top_run = Some(run_id.into());
         }
-        self.runs.insert(
+        self.w_mut().runs.insert(
             run_id.to_owned(),
             Run {
                 root: root.to_owned(),
@@ -1800,7 +1805,7 @@ impl Session {
         }
         run.state = state;
         let (parent, workflow) = (run.parent.clone(), run.workflow.clone());
-        if let Some(p) = parent.and_then(|p| self.runs.get_mut(&p)) {
+        if let Some(p) = parent.and_then(|p| self.w_mut().runs.get_mut(&p)) {
             close(&mut p.open_children, run_id);
         }
         if let Some(wf) = workflow.and_then(|w| self.x_mut().workflows.get_mut(&w)) {

@@ -26,18 +26,39 @@ pub(super) struct Session {
     pub seen: Seen,
     /// The active, or most recently started, top-level run (§9.2 visibility).
     pub last_top_run: Option<Box<str>>,
-    pub run_heads: SmallMap<u64>,
-    pub runs: SmallMap<Run>,
     /// The session slot: an active independent top-level run or workflow.
     /// Boxed: empty in every idle session.
     pub slot: Option<Box<Slot>>,
-    pub tools: SmallMap<Tool>,
-    /// The canonical graph derived from authority, per root run (§9.7).
-    pub derived: SmallMap<Derived>,
+    /// Open runs and tool calls (all of them in a full-history checker):
+    /// boxed, and freed once empty, so an idle session does not carry four
+    /// empty maps.
+    work: Option<Box<Work>>,
     extra: Option<Box<Extra>>,
     /// Closed runs and tool calls, compacted (none in a full-history checker).
     pub closed: Option<Box<Closed>>,
 }
+
+/// Open work and what is kept per open run tree (closed runs keep theirs
+/// in [`Closed`]).
+#[derive(Clone, Default)]
+pub(super) struct Work {
+    pub run_heads: SmallMap<u64>,
+    pub runs: SmallMap<Run>,
+    pub tools: SmallMap<Tool>,
+    /// The canonical graph derived from authority, per root run (§9.7).
+    pub derived: SmallMap<Derived>,
+}
+
+impl Work {
+    fn is_empty(&self) -> bool {
+        self.run_heads.len() == 0
+            && self.runs.len() == 0
+            && self.tools.len() == 0
+            && self.derived.len() == 0
+    }
+}
+
+static NO_WORK: LazyLock<Work> = LazyLock::new(Work::default);
 
 /// The parts of a session that many sessions never use.
 #[derive(Clone, Default)]
@@ -82,6 +103,19 @@ impl Session {
         if self.extra.as_deref().is_some_and(Extra::is_unused) {
             self.extra = None;
         }
+        if self.work.as_deref().is_some_and(Work::is_empty) {
+            self.work = None;
+        }
+    }
+
+    /// Open work (empty when none).
+    pub fn w(&self) -> &Work {
+        self.work.as_deref().unwrap_or(&NO_WORK)
+    }
+
+    /// Open work, allocated on first use.
+    pub fn w_mut(&mut self) -> &mut Work {
+        self.work.get_or_insert_with(Box::default)
     }
 
     /// The rarely used parts, allocated on first use.
@@ -92,12 +126,13 @@ impl Session {
     /// Packs the derived graphs of terminal root runs (after a restore).
     pub fn pack_closed_graphs(&mut self) {
         let terminal: Vec<String> = self
+            .w()
             .derived
             .iter()
             .map(|(k, _)| k.clone())
             .filter(|k| self.run_ref(k).is_some_and(|r| r.state().is_terminal()))
             .collect();
-        for (root, g) in self.derived.values_mut() {
+        for (root, g) in self.w_mut().derived.values_mut() {
             if terminal.contains(root) {
                 g.pack(root);
             }
@@ -223,19 +258,24 @@ impl<'de> Deserialize<'de> for Session {
         };
         // Restored as it would have been built: no box for unused parts.
         let unused = extra.is_unused();
-        Ok(Self {
+        let work = Work {
+            run_heads: f.run_heads,
+            runs: f.runs,
+            tools: f.tools,
+            derived: SmallMap::default(),
+        };
+        let mut s = Self {
             head: f.head,
             covered: f.covered,
             seen: Seen::default(),
             last_top_run: f.last_top_run,
-            run_heads: f.run_heads,
-            runs: f.runs,
-            tools: f.tools,
             slot: f.slot,
-            derived: SmallMap::default(),
+            work: Some(Box::new(work)),
             extra: (!unused).then(|| Box::new(extra)),
             closed: None,
-        })
+        };
+        s.trim();
+        Ok(s)
     }
 }
 
