@@ -169,6 +169,12 @@ fn a_finished_session_costs_at_most_one_kib() {
         "  narad bench validate's session (80)  {bench_ids:>8.0} bytes ({:.0} per event)",
         bench_ids / 80.0
     );
+    // Issue 13: `narad bench validate --full` holds 125,000 such sessions
+    // within 256 MiB of RSS, allocator overhead and buffers included.
+    assert!(
+        bench_ids <= 2048.0,
+        "{bench_ids} bytes per bench-shaped session"
+    );
     for (what, bytes) in [
         ("one-event", one_event),
         ("finished-run", finished_run),

@@ -63,16 +63,21 @@ fn take_str<'a>(b: &'a [u8], at: &mut usize) -> Option<&'a str> {
     std::str::from_utf8(take(b, at)?).ok()
 }
 
+/// id hash -> record offset.
+#[derive(Clone, Default)]
+struct Indexed {
+    map: Index,
+    /// Two ids share a hash: a miss in the index then falls back to a scan.
+    collided: bool,
+}
+
 /// Records keyed by id in one byte string.
 #[derive(Clone, Default)]
 pub(super) struct Arena {
     bytes: Vec<u8>,
     live: u32,
-    dead_bytes: usize,
-    /// Two ids share a hash: a miss in the index then falls back to a scan.
-    collided: bool,
-    #[allow(clippy::box_collection)]
-    index: Option<Box<Index>>,
+    dead_bytes: u32,
+    index: Option<Box<Indexed>>,
 }
 
 /// One record: its offset, id and payload.
@@ -114,13 +119,14 @@ impl Arena {
     fn find(&self, id: &str) -> Option<Entry<'_>> {
         if let Some(index) = &self.index {
             if let Some(e) = index
+                .map
                 .get(&id_hash(id))
                 .and_then(|&at| self.entry(at as usize))
                 .filter(|e| e.alive && e.id == id)
             {
                 return Some(e);
             }
-            if !self.collided {
+            if !index.collided {
                 return None;
             }
         }
@@ -144,9 +150,9 @@ impl Arena {
 
     fn index_one(&mut self, id: &str, at: usize) {
         if let Some(index) = &mut self.index {
-            let slot = index.entry(id_hash(id)).or_insert(at as u32);
+            let slot = index.map.entry(id_hash(id)).or_insert(at as u32);
             if *slot != at as u32 {
-                self.collided = true;
+                index.collided = true;
             }
         } else if self.live > LINEAR {
             self.reindex();
@@ -154,13 +160,11 @@ impl Arena {
     }
 
     fn reindex(&mut self) {
-        let mut index = Index::default();
-        let mut collided = false;
+        let mut index = Indexed::default();
         for e in self.entries() {
-            let slot = index.entry(id_hash(e.id)).or_insert(e.at as u32);
-            collided |= *slot != e.at as u32;
+            let slot = index.map.entry(id_hash(e.id)).or_insert(e.at as u32);
+            index.collided |= *slot != e.at as u32;
         }
-        self.collided = collided;
         self.index = (self.live > LINEAR).then(|| Box::new(index));
     }
 
@@ -174,13 +178,13 @@ impl Arena {
             *b = 0;
         }
         self.live -= 1;
-        self.dead_bytes += size;
+        self.dead_bytes = self.dead_bytes.saturating_add(size as u32);
         if let Some(index) = &mut self.index {
-            if index.get(&id_hash(id)) == Some(&(at as u32)) {
-                index.remove(&id_hash(id));
+            if index.map.get(&id_hash(id)) == Some(&(at as u32)) {
+                index.map.remove(&id_hash(id));
             }
         }
-        if self.dead_bytes * 2 > self.bytes.len() {
+        if self.dead_bytes as usize * 2 > self.bytes.len() {
             self.compact();
         }
         Some(payload)
@@ -194,7 +198,7 @@ impl Arena {
     }
 
     fn compact(&mut self) {
-        let mut out = Vec::with_capacity(self.bytes.len() - self.dead_bytes);
+        let mut out = Vec::with_capacity(self.bytes.len().saturating_sub(self.dead_bytes as usize));
         for e in self.entries() {
             out.extend_from_slice(self.bytes.get(e.at..e.end).unwrap_or_default());
         }
@@ -680,5 +684,38 @@ impl Session {
         for r in &runs {
             self.retire(Some(r), None, None);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_arena_finds_replaces_and_removes_past_its_index_threshold() {
+        let mut a = Arena::default();
+        for i in 0..100u32 {
+            a.insert(&format!("id-{i}"), &i.to_le_bytes());
+            assert_eq!(a.index.is_some(), i >= LINEAR);
+        }
+        for i in 0..100u32 {
+            assert_eq!(a.get(&format!("id-{i}")), Some(&i.to_le_bytes()[..]));
+        }
+        assert_eq!(a.get("id-100"), None);
+        for i in (0..100u32).step_by(2) {
+            assert!(a.remove(&format!("id-{i}")).is_some());
+        }
+        for i in (1..100u32).step_by(2) {
+            a.replace(&format!("id-{i}"), b"x");
+        }
+        for i in 0..100u32 {
+            let want: Option<&[u8]> = (i % 2 == 1).then_some(b"x");
+            assert_eq!(a.get(&format!("id-{i}")), want);
+        }
+        let sorted = a.sorted();
+        assert_eq!(sorted.len(), 50);
+        assert!(sorted.windows(2).all(|w| w[0].0 < w[1].0));
+        // Dead records were compacted away.
+        assert!(a.bytes.len() < 50 * 12);
     }
 }
