@@ -118,6 +118,32 @@ const BENCH_RUN: [&str; 8] = [
     "run.finished",
 ];
 
+/// The sessions of `narad bench validate`: short ids (`run-3`, `tool-3`,
+/// `evt-{s}-{seq}`), ten runs of eight events with a progress event.
+fn bench_session(s: usize) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut seq = 0;
+    for run in 1..=10 {
+        let bodies = [
+            r#""type":"run.started""#.to_owned(),
+            format!(r#""type":"tool.call.started","toolCallId":"tool-{run}","toolName":"search","executor":"backend","args":{{"query":"narad"}}"#),
+            r#""type":"progress.recorded","progressId":"phase","category":"phase","label":"Searching","status":"active","privacy":"public""#.to_owned(),
+            r#""type":"run.custom","name":"acme.tokens","value":{"n":17}"#.to_owned(),
+            r#""type":"run.custom","name":"acme.tokens","value":{"n":18}"#.to_owned(),
+            r#""type":"run.custom","name":"acme.tokens","value":{"n":19}"#.to_owned(),
+            format!(r#""type":"tool.call.finished","toolCallId":"tool-{run}","outcome":"success","response":{{"hits":1}}"#),
+            r#""type":"run.finished""#.to_owned(),
+        ];
+        for (k, body) in (1..).zip(bodies) {
+            seq += 1;
+            out.push(format!(
+                r#"{{"protocolVersion":"narad/v1","eventId":"evt-{s}-{seq}","timestamp":"2026-08-05T00:00:01.250Z","sessionId":"session-{s}","sessionSequence":{seq},"rootRunId":"run-{run}","runId":"run-{run}","sequence":{k},{body}}}"#
+            ).into_bytes());
+        }
+    }
+    out
+}
+
 #[test]
 fn a_finished_session_costs_at_most_one_kib() {
     let n = std::env::var("NARAD_MEMORY_SESSIONS")
@@ -129,6 +155,7 @@ fn a_finished_session_costs_at_most_one_kib() {
     let with_tool = per_session(n, |i| runs(i, 1, &TOOL_RUN));
     let with_interrupt = per_session(n, |i| runs(i, 1, &INTERRUPT_RUN));
     let bench = per_session(n / 10, |i| runs(i, 10, &BENCH_RUN));
+    let bench_ids = per_session(n / 10, bench_session);
     println!("checker state per finished session, {n} sessions, 36-character ids:");
     println!("  one session.custom event            {one_event:>8.0} bytes");
     println!("  run.started + run.finished          {finished_run:>8.0} bytes");
@@ -137,6 +164,16 @@ fn a_finished_session_costs_at_most_one_kib() {
     println!(
         "  ten runs of eight events (80)       {bench:>8.0} bytes ({:.0} per event)",
         bench / 80.0
+    );
+    println!(
+        "  narad bench validate's session (80)  {bench_ids:>8.0} bytes ({:.0} per event)",
+        bench_ids / 80.0
+    );
+    // Issue 13: `narad bench validate --full` holds 125,000 such sessions
+    // within 256 MiB of RSS, allocator overhead and buffers included.
+    assert!(
+        bench_ids <= 2048.0,
+        "{bench_ids} bytes per bench-shaped session"
     );
     for (what, bytes) in [
         ("one-event", one_event),

@@ -125,7 +125,7 @@ impl<S: Store + 'static> Engine<S> {
                 })
                 .map(|(id, r)| {
                     (
-                        InterruptScope::Run(id.clone()),
+                        InterruptScope::Run(id.to_owned()),
                         r.open_interrupt.clone(),
                         r.root.clone(),
                     )

@@ -201,7 +201,7 @@ impl<S: Store + 'static> Engine<S> {
         let mut open = OpenWork::default();
         for (id, r) in j.checker.runs(sid) {
             if !r.state.is_terminal() {
-                open.runs.push(id.clone());
+                open.runs.push(id.to_owned());
             }
             if let Some(i) = &r.open_interrupt {
                 open.interrupts.push(i.id.clone());

@@ -7,7 +7,6 @@
 //! to be read or for that.
 
 use crate::graph::{Edge, EdgeKind, Node, NodeKind, RunGraph};
-use crate::small_map::SmallMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
 use std::fmt;
@@ -69,7 +68,7 @@ impl fmt::Debug for Derived {
 
 /// A session's derived graphs in their serde form (the graphs' own,
 /// packed or not), for the checker's snapshot.
-pub(crate) struct Graphs<'a>(pub &'a SmallMap<Derived>);
+pub(crate) struct Graphs<'a>(pub Vec<(&'a str, Cow<'a, Derived>)>);
 
 impl Serialize for Graphs<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

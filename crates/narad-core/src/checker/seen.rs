@@ -1,6 +1,9 @@
 //! The eventIds a journal has taken (§4.1), kept compact: per event a
-//! 64-bit hash of its eventId and the 64-bit fingerprint of its content,
-//! 16 bytes, instead of the id itself.
+//! 64-bit hash of its eventId and a 32-bit fingerprint of its content
+//! (the 64-bit content fingerprint folded), 12 bytes, instead of the id
+//! itself. The fingerprint only tells an identical redelivery from a
+//! conflicting one of an id already taken: a conflicting redelivery passes
+//! for identical about once in 2^32 tries.
 //!
 //! A journal holds every event it ever accepted, so this set grows with
 //! history; it is the one per-event cost of a finished session.
@@ -11,17 +14,45 @@
 //! once in 2^64 / n pairs, and a producer who crafts such a pair on purpose
 //! can only get its own event refused in its own journal.
 
-use serde::de::{MapAccess, SeqAccess, Visitor};
+use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use siphasher::sip::SipHasher13;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// Entries kept in a sorted vector grown by an eighth at a time (2 KiB at
-/// most, so an insert's shift stays cheap); past this the set is a hash
+/// Entries kept in a sorted vector grown by an eighth at a time (12 KiB
+/// at most, so an insert's shift stays cheap); past this the set is a hash
 /// map, whose table is up to twice its entries.
-const SMALL: usize = 128;
+const SMALL: usize = 1024;
+
+/// The stored fingerprint: the content fingerprint folded to 32 bits.
+pub(crate) fn fold(fp: u64) -> u32 {
+    (fp ^ (fp >> 32)) as u32
+}
+
+/// One entry of the small form: the id hash in two halves (so an entry is
+/// 12 bytes, not 16) and the folded fingerprint.
+#[derive(Clone, Copy)]
+pub(crate) struct Entry {
+    hi: u32,
+    lo: u32,
+    fp: u32,
+}
+
+impl Entry {
+    fn key(&self) -> u64 {
+        (u64::from(self.hi) << 32) | u64::from(self.lo)
+    }
+
+    fn new(key: u64, fp: u32) -> Self {
+        Self {
+            hi: (key >> 32) as u32,
+            lo: key as u32,
+            fp,
+        }
+    }
+}
 
 /// The eventId hash (fixed keys: verdicts never depend on the process).
 pub(crate) fn id_hash(event_id: &str) -> u64 {
@@ -50,13 +81,13 @@ impl Hasher for Pass {
     }
 }
 
-/// eventId hash -> content fingerprint.
+/// eventId hash -> folded content fingerprint.
 #[derive(Clone)]
 pub(crate) enum Seen {
-    Small(Vec<(u64, u64)>),
+    Small(Vec<Entry>),
     /// Boxed, so the set is one vector wide.
     #[allow(clippy::box_collection)]
-    Large(Box<HashMap<u64, u64, BuildHasherDefault<Pass>>>),
+    Large(Box<HashMap<u64, u32, BuildHasherDefault<Pass>>>),
 }
 
 impl Default for Seen {
@@ -66,44 +97,45 @@ impl Default for Seen {
 }
 
 impl Seen {
-    /// The fingerprint recorded for `event_id`.
-    pub fn get(&self, event_id: &str) -> Option<u64> {
+    /// The folded fingerprint recorded for `event_id`.
+    pub fn get(&self, event_id: &str) -> Option<u32> {
         self.get_hash(id_hash(event_id))
     }
 
-    fn get_hash(&self, key: u64) -> Option<u64> {
+    fn get_hash(&self, key: u64) -> Option<u32> {
         match self {
             Self::Small(v) => v
-                .binary_search_by_key(&key, |e| e.0)
+                .binary_search_by_key(&key, Entry::key)
                 .ok()
                 .and_then(|i| v.get(i))
-                .map(|e| e.1),
+                .map(|e| e.fp),
             Self::Large(m) => m.get(&key).copied(),
         }
     }
 
-    /// Records `event_id` with fingerprint `fp`.
+    /// Records `event_id` with content fingerprint `fp` (folded).
     pub fn insert(&mut self, event_id: &str, fp: u64) {
-        self.insert_hash(id_hash(event_id), fp);
+        self.insert_hash(id_hash(event_id), fold(fp));
     }
 
-    fn insert_hash(&mut self, key: u64, fp: u64) {
+    fn insert_hash(&mut self, key: u64, fp: u32) {
         match self {
-            Self::Small(v) => match v.binary_search_by_key(&key, |e| e.0) {
+            Self::Small(v) => match v.binary_search_by_key(&key, Entry::key) {
                 Ok(i) => {
                     if let Some(e) = v.get_mut(i) {
-                        e.1 = fp;
+                        e.fp = fp;
                     }
                 }
                 Err(i) if v.len() < SMALL => {
                     if v.len() == v.capacity() {
                         v.reserve_exact(1 + v.len() / 8);
                     }
-                    v.insert(i, (key, fp));
+                    v.insert(i, Entry::new(key, fp));
                 }
                 Err(_) => {
-                    let mut m: HashMap<u64, u64, BuildHasherDefault<Pass>> =
-                        std::mem::take(v).into_iter().collect();
+                    let mut m: HashMap<u64, u32, BuildHasherDefault<Pass>> =
+                        v.iter().map(|e| (e.key(), e.fp)).collect();
+                    *v = Vec::new();
                     m.insert(key, fp);
                     *self = Self::Large(Box::new(m));
                 }
@@ -114,11 +146,19 @@ impl Seen {
         }
     }
 
-    fn sorted(&self) -> Vec<(u64, u64)> {
+    /// Returns spare capacity (the session is idle).
+    pub fn shrink(&mut self) {
         match self {
-            Self::Small(v) => v.clone(),
+            Self::Small(v) => v.shrink_to_fit(),
+            Self::Large(m) => m.shrink_to_fit(),
+        }
+    }
+
+    fn sorted(&self) -> Vec<(u64, u32)> {
+        match self {
+            Self::Small(v) => v.iter().map(|e| (e.key(), e.fp)).collect(),
             Self::Large(m) => {
-                let mut v: Vec<(u64, u64)> = m.iter().map(|(k, f)| (*k, *f)).collect();
+                let mut v: Vec<(u64, u32)> = m.iter().map(|(k, f)| (*k, *f)).collect();
                 v.sort_unstable();
                 v
             }
@@ -139,8 +179,7 @@ impl Serialize for Seen {
     }
 }
 
-/// Reads the pairs, or (snapshot formats 1 and 2) a map of eventId to
-/// fingerprint, whose ids it hashes.
+/// Reads the pairs (snapshot format 4; older snapshots are not restored).
 impl<'de> Deserialize<'de> for Seen {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
@@ -151,20 +190,13 @@ impl<'de> Deserialize<'de> for Seen {
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Seen, A::Error> {
                 let mut s = Seen::default();
-                while let Some((k, fp)) = a.next_element::<(u64, u64)>()? {
+                while let Some((k, fp)) = a.next_element::<(u64, u32)>()? {
                     s.insert_hash(k, fp);
                 }
                 Ok(s)
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Seen, A::Error> {
-                let mut s = Seen::default();
-                while let Some((k, fp)) = a.next_entry::<String, u64>()? {
-                    s.insert(&k, fp);
-                }
-                Ok(s)
-            }
         }
-        d.deserialize_any(V)
+        d.deserialize_seq(V)
     }
 }
 
@@ -175,19 +207,17 @@ mod tests {
     #[test]
     fn small_and_large_agree_and_round_trip() {
         let mut s = Seen::default();
-        for i in 0..300u64 {
+        let n = SMALL as u64 + 300;
+        for i in 0..n {
             s.insert(&format!("e{i}"), i * 7);
             assert!(matches!(s, Seen::Small(_)) == (i < SMALL as u64));
         }
-        for i in 0..300u64 {
-            assert_eq!(s.get(&format!("e{i}")), Some(i * 7));
+        for i in 0..n {
+            assert_eq!(s.get(&format!("e{i}")), Some(fold(i * 7)));
         }
-        assert_eq!(s.get("e300"), None);
+        assert_eq!(s.get(&format!("e{n}")), None);
         let bytes = serde_json::to_vec(&s).unwrap_or_default();
         let back: Seen = serde_json::from_slice(&bytes).unwrap_or_default();
         assert_eq!(format!("{back:?}"), format!("{s:?}"));
-        // Formats 1 and 2 stored the ids themselves.
-        let old: Seen = serde_json::from_str(r#"{"e1":7,"e2":14}"#).unwrap_or_default();
-        assert_eq!((old.get("e1"), old.get("e2")), (Some(7), Some(14)));
     }
 }

@@ -8,6 +8,7 @@
 //! field for field, so `state_json`, snapshots and `debug_state` do not
 //! depend on whether the box was ever allocated.
 
+use super::closed::Closed;
 use super::derived::Derived;
 use super::seen::Seen;
 use super::{Adjacency, Documents, GraphScope, Run, Slot, Tool, Transcript, Workflow};
@@ -25,16 +26,39 @@ pub(super) struct Session {
     pub seen: Seen,
     /// The active, or most recently started, top-level run (§9.2 visibility).
     pub last_top_run: Option<Box<str>>,
-    pub run_heads: SmallMap<u64>,
-    pub runs: SmallMap<Run>,
     /// The session slot: an active independent top-level run or workflow.
     /// Boxed: empty in every idle session.
     pub slot: Option<Box<Slot>>,
+    /// Open runs and tool calls (all of them in a full-history checker):
+    /// boxed, and freed once empty, so an idle session does not carry four
+    /// empty maps.
+    work: Option<Box<Work>>,
+    extra: Option<Box<Extra>>,
+    /// Closed runs and tool calls, compacted (none in a full-history checker).
+    pub closed: Option<Box<Closed>>,
+}
+
+/// Open work and what is kept per open run tree (closed runs keep theirs
+/// in [`Closed`]).
+#[derive(Clone, Default)]
+pub(super) struct Work {
+    pub run_heads: SmallMap<u64>,
+    pub runs: SmallMap<Run>,
     pub tools: SmallMap<Tool>,
     /// The canonical graph derived from authority, per root run (§9.7).
     pub derived: SmallMap<Derived>,
-    extra: Option<Box<Extra>>,
 }
+
+impl Work {
+    fn is_empty(&self) -> bool {
+        self.run_heads.len() == 0
+            && self.runs.len() == 0
+            && self.tools.len() == 0
+            && self.derived.len() == 0
+    }
+}
+
+static NO_WORK: LazyLock<Work> = LazyLock::new(Work::default);
 
 /// The parts of a session that many sessions never use.
 #[derive(Clone, Default)]
@@ -79,6 +103,19 @@ impl Session {
         if self.extra.as_deref().is_some_and(Extra::is_unused) {
             self.extra = None;
         }
+        if self.work.as_deref().is_some_and(Work::is_empty) {
+            self.work = None;
+        }
+    }
+
+    /// Open work (empty when none).
+    pub fn w(&self) -> &Work {
+        self.work.as_deref().unwrap_or(&NO_WORK)
+    }
+
+    /// Open work, allocated on first use.
+    pub fn w_mut(&mut self) -> &mut Work {
+        self.work.get_or_insert_with(Box::default)
     }
 
     /// The rarely used parts, allocated on first use.
@@ -88,9 +125,15 @@ impl Session {
 
     /// Packs the derived graphs of terminal root runs (after a restore).
     pub fn pack_closed_graphs(&mut self) {
-        let runs = &self.runs;
-        for (root, g) in self.derived.values_mut() {
-            if runs.get(root).is_some_and(|r| r.state.is_terminal()) {
+        let terminal: Vec<String> = self
+            .w()
+            .derived
+            .iter()
+            .map(|(k, _)| k.clone())
+            .filter(|k| self.run_ref(k).is_some_and(|r| r.state().is_terminal()))
+            .collect();
+        for (root, g) in self.w_mut().derived.values_mut() {
+            if terminal.contains(root) {
                 g.pack(root);
             }
         }
@@ -113,14 +156,14 @@ impl Session {
             transcript: &x.transcript,
             documents: &x.documents,
             workflow_heads: &x.workflow_heads,
-            run_heads: &self.run_heads,
-            runs: &self.runs,
-            tools: &self.tools,
+            run_heads: Heads(self),
+            runs: Runs(self),
+            tools: Tools(self),
             workflows: &x.workflows,
             slot: &self.slot,
             pending: &x.pending,
             graphs: &x.graphs,
-            derived: &self.derived,
+            derived: AllDerived(self),
             watch: &x.watch,
         }
     }
@@ -138,15 +181,15 @@ struct View<'a> {
     transcript: &'a Transcript,
     documents: &'a Documents,
     workflow_heads: &'a SmallMap<u64>,
-    run_heads: &'a SmallMap<u64>,
-    runs: &'a SmallMap<Run>,
-    tools: &'a SmallMap<Tool>,
+    run_heads: Heads<'a>,
+    runs: Runs<'a>,
+    tools: Tools<'a>,
     workflows: &'a SmallMap<Workflow>,
     slot: &'a Option<Box<Slot>>,
     pending: &'a Vec<Adjacency>,
     graphs: &'a SmallMap<GraphScope>,
     #[serde(skip)]
-    derived: &'a SmallMap<Derived>,
+    derived: AllDerived<'a>,
     watch: &'a SmallMap<u64>,
 }
 
@@ -182,14 +225,14 @@ impl fmt::Debug for Session {
             .field("transcript", v.transcript)
             .field("documents", v.documents)
             .field("workflow_heads", v.workflow_heads)
-            .field("run_heads", v.run_heads)
-            .field("runs", v.runs)
-            .field("tools", v.tools)
+            .field("run_heads", &v.run_heads)
+            .field("runs", &v.runs)
+            .field("tools", &v.tools)
             .field("workflows", v.workflows)
             .field("slot", v.slot)
             .field("pending", v.pending)
             .field("graphs", v.graphs)
-            .field("derived", v.derived)
+            .field("derived", &v.derived)
             .field("watch", v.watch)
             .finish()
     }
@@ -215,17 +258,102 @@ impl<'de> Deserialize<'de> for Session {
         };
         // Restored as it would have been built: no box for unused parts.
         let unused = extra.is_unused();
-        Ok(Self {
+        let work = Work {
+            run_heads: f.run_heads,
+            runs: f.runs,
+            tools: f.tools,
+            derived: SmallMap::default(),
+        };
+        let mut s = Self {
             head: f.head,
             covered: f.covered,
             seen: Seen::default(),
             last_top_run: f.last_top_run,
-            run_heads: f.run_heads,
-            runs: f.runs,
-            tools: f.tools,
             slot: f.slot,
-            derived: SmallMap::default(),
+            work: Some(Box::new(work)),
             extra: (!unused).then(|| Box::new(extra)),
+            closed: None,
+        };
+        s.trim();
+        Ok(s)
+    }
+}
+
+/// The runs, open and closed, as one map in key order.
+struct Runs<'a>(&'a Session);
+
+impl Runs<'_> {
+    fn entries(&self) -> impl Iterator<Item = (&str, std::borrow::Cow<'_, Run>)> {
+        self.0.all_runs().into_iter().map(|(k, r)| (k, r.to_cow()))
+    }
+}
+
+impl Serialize for Runs<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.entries())
+    }
+}
+
+impl fmt::Debug for Runs<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.entries()).finish()
+    }
+}
+
+/// The tool calls, open and finished, as one map in key order.
+struct Tools<'a>(&'a Session);
+
+impl Tools<'_> {
+    fn entries(&self) -> impl Iterator<Item = (&str, Tool)> {
+        self.0.all_tools().into_iter().map(|(k, run, open)| {
+            let state = if open {
+                super::ToolState::Open
+            } else {
+                super::ToolState::Finished
+            };
+            (
+                k,
+                Tool {
+                    run: run.into(),
+                    state,
+                },
+            )
         })
+    }
+}
+
+impl Serialize for Tools<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.entries())
+    }
+}
+
+impl fmt::Debug for Tools<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.entries()).finish()
+    }
+}
+
+/// The run-tree heads, of open and closed runs, as one map in key order.
+struct Heads<'a>(&'a Session);
+
+impl Serialize for Heads<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.all_heads())
+    }
+}
+
+impl fmt::Debug for Heads<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.0.all_heads()).finish()
+    }
+}
+
+/// The derived graphs, of open and closed roots, as one map in key order.
+struct AllDerived<'a>(&'a Session);
+
+impl fmt::Debug for AllDerived<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.0.all_derived()).finish()
     }
 }

@@ -1,0 +1,352 @@
+//! The compacted checker (closed runs, finished tool calls and closed
+//! roots' heads and graphs packed away) against the reference that keeps
+//! full history (`Checker::with_full_history`, the checker as it was):
+//! on random journals with nested runs, stops, tool id reuse, interrupts,
+//! events after a terminal, ignored-profile events, graph records,
+//! redeliveries and conflicting eventIds, both give the same verdict for
+//! every record and the same reads, `state_json` and `debug_state` after
+//! every record. A restored snapshot of the compacted checker then goes on
+//! deciding as the reference does.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a panic is a failure report
+
+use narad_core::checker::Checker;
+use narad_core::{ProfileSet, Validator, ValidatorConfig};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+const SESSIONS: [&str; 2] = ["s0", "s1"];
+
+fn validator(core_only: bool) -> Validator {
+    if core_only {
+        Validator::new(ValidatorConfig {
+            profiles: ProfileSet::core(),
+            ..ValidatorConfig::default()
+        })
+    } else {
+        Validator::default()
+    }
+}
+
+/// One step of a journal, chosen by proptest.
+#[derive(Debug, Clone)]
+struct Op {
+    kind: u8,
+    session: usize,
+    run: usize,
+    other: usize,
+    skew: u8,
+    pick: usize,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    (
+        0u8..18,
+        0usize..2,
+        0usize..4,
+        0usize..4,
+        0u8..12,
+        any::<usize>(),
+    )
+        .prop_map(|(kind, session, run, other, skew, pick)| Op {
+            kind,
+            session,
+            run,
+            other,
+            skew,
+            pick,
+        })
+}
+
+struct Gen {
+    n: u64,
+    sent: Vec<Vec<u8>>,
+    /// Tool call ids started, per session index.
+    tools: Vec<(usize, String)>,
+}
+
+impl Gen {
+    /// A record aimed mostly at the reference's open runs (so most are
+    /// accepted), sometimes at closed or unknown ones, with positions from
+    /// its heads (sometimes off by one).
+    fn record(&mut self, reference: &Checker, o: &Op) -> Option<Vec<u8>> {
+        let s = SESSIONS[o.session];
+        let runs: Vec<(String, String, bool)> = reference
+            .runs(s)
+            .map(|(id, r)| (id.to_owned(), r.root.clone(), r.state.is_terminal()))
+            .collect();
+        let open: Vec<&(String, String, bool)> = runs.iter().filter(|r| !r.2).collect();
+        let closed: Vec<&(String, String, bool)> = runs.iter().filter(|r| r.2).collect();
+        let pick = |v: &[&(String, String, bool)], k: usize| {
+            v.get(k % v.len().max(1))
+                .map(|r| (r.0.clone(), r.1.clone()))
+        };
+        let target = match o.other {
+            _ if o.skew == 0 => pick(&closed, o.pick),
+            _ if o.skew == 1 => Some((format!("r-unknown-{}", o.run), "r-unknown".to_owned())),
+            _ => pick(&open, o.pick),
+        };
+        let (run, root) = target
+            .clone()
+            .unwrap_or_else(|| ("r-none".into(), "r-none".into()));
+        let stop_target = runs
+            .get(o.pick % runs.len().max(1))
+            .map(|r| r.0.clone())
+            .unwrap_or_default();
+        let my_tools: Vec<&String> = self
+            .tools
+            .iter()
+            .filter(|t| t.0 == o.session)
+            .map(|t| &t.1)
+            .collect();
+        let old_tool = my_tools
+            .get(o.pick % my_tools.len().max(1))
+            .map(|t| (*t).clone())
+            .unwrap_or_default();
+        let wait = format!("w-{run}");
+        let int = format!("i-{run}");
+        let fresh = format!("x{}", self.n);
+        let (run, root, ty, body): (String, String, &str, Value) = match o.kind {
+            0 | 1 => {
+                // A new top-level run (sometimes a reused id).
+                let id = if o.skew == 2 {
+                    run.clone()
+                } else {
+                    fresh.clone()
+                };
+                (id.clone(), id, "run.started", json!({}))
+            }
+            2 => {
+                // A nested run under the target (sometimes a reused id).
+                let id = if o.skew == 2 {
+                    stop_target.clone()
+                } else {
+                    fresh.clone()
+                };
+                (id, root, "run.started", json!({"parentRunId": run}))
+            }
+            3 => (run, root, "run.finished", json!({})),
+            4 => (
+                run,
+                root,
+                "run.error",
+                json!({"code": "boom", "message": "failed"}),
+            ),
+            5 => (run, root, "run.cancelled", json!({})),
+            6 => {
+                let tool = if o.skew == 2 {
+                    old_tool
+                } else {
+                    format!("t{}", self.n)
+                };
+                self.tools.push((o.session, tool.clone()));
+                (
+                    run,
+                    root,
+                    "tool.call.started",
+                    json!({"toolCallId": tool, "toolName": "search", "executor": "backend", "args": {}}),
+                )
+            }
+            7 => {
+                // Finish a call of this run if it has one open, else any.
+                let mine = my_tools
+                    .iter()
+                    .find(|t| reference.tool_call(s, t) == Some((run.as_str(), true)));
+                let tool = mine.map(|t| (*t).clone()).unwrap_or(old_tool);
+                (
+                    run,
+                    root,
+                    "tool.call.finished",
+                    json!({"toolCallId": tool, "outcome": "success", "response": {}}),
+                )
+            }
+            8 => (
+                run,
+                root,
+                "interrupt.requested",
+                json!({"interruptId": int, "waitId": wait, "kind": "approval", "actions": ["approve", "deny"]}),
+            ),
+            9 => (
+                run,
+                root,
+                "run.paused",
+                json!({"waitId": wait, "reason": "interrupt", "resumeMode": "command", "interruptId": int}),
+            ),
+            10 => (
+                run,
+                root,
+                "interrupt.resolved",
+                json!({"interruptId": int, "waitId": wait, "decision": "approve"}),
+            ),
+            11 => (run, root, "run.resumed", json!({"waitId": wait})),
+            12 => (
+                run,
+                root,
+                "run.stop.requested",
+                json!({"targetRunId": stop_target}),
+            ),
+            13 => (
+                run,
+                root,
+                "progress.recorded",
+                json!({"progressId": "p", "category": "phase", "label": "Searching", "status": "active", "privacy": "public"}),
+            ),
+            14 => (
+                run,
+                root,
+                "run.custom",
+                json!({"name": "acme.tick", "value": {"n": self.n}}),
+            ),
+            15 => {
+                // A graph record naming the root (closed or not).
+                let head = reference.run_head(s, &root).max(1);
+                let rev = self.n + 1;
+                let line = json!({"type": "graph.snapshot", "protocolVersion": "narad/v1",
+                    "timestamp": "2026-08-05T00:00:01Z", "sessionId": s, "scope": "run",
+                    "rootRunId": root, "graphSchemaVersion": "narad.graph/v1", "revision": rev,
+                    "sourceRunCursor": {"rootRunId": root, "sequence": head},
+                    "rootNodeId": "node-root", "nodes": [], "edges": []});
+                self.n += 1;
+                return Some(serde_json::to_vec(&line).unwrap());
+            }
+            16 => {
+                // An exact redelivery.
+                return self.sent.get(o.pick % self.sent.len().max(1)).cloned();
+            }
+            _ => {
+                // The same eventId with different data.
+                let old = self.sent.get(o.pick % self.sent.len().max(1))?;
+                let mut v: Value = serde_json::from_slice(old).unwrap();
+                v["timestamp"] = json!("2026-08-05T00:00:09Z");
+                return Some(serde_json::to_vec(&v).unwrap());
+            }
+        };
+        self.n += 1;
+        let seq = reference.session_head(s).unwrap_or(0) + 1 + u64::from(o.skew == 11);
+        let run_seq = reference.run_head(s, &root) + 1 + u64::from(o.skew == 10);
+        let mut m = json!({
+            "type": ty, "protocolVersion": "narad/v1", "eventId": format!("e-{}", self.n),
+            "timestamp": "2026-08-05T00:00:00Z", "sessionId": s, "sessionSequence": seq,
+            "rootRunId": root, "runId": run, "sequence": run_seq
+        });
+        m.as_object_mut()
+            .unwrap()
+            .extend(body.as_object().unwrap().clone());
+        Some(serde_json::to_vec(&m).unwrap())
+    }
+}
+
+/// Everything a host can read of the checker, rendered.
+fn reads(c: &Checker, tools: &[(usize, String)]) -> String {
+    let mut out = String::new();
+    for s in SESSIONS {
+        out += &format!("{:?} {:?}\n", c.state_json(s), c.session_head(s));
+        for (id, r) in c.runs(s) {
+            out += &format!("{id} {r:?} {:?}\n", c.run(s, id).map(|r| r.state));
+        }
+        let ids: Vec<String> = c.runs(s).map(|(id, _)| id.to_owned()).collect();
+        for id in ids.iter().map(String::as_str).chain(["r-none"]) {
+            let g = c.graph(s, id).map(|g| g.canonical_bytes());
+            out += &format!(
+                "{id} {:?} {} {:?}\n",
+                c.run_state(s, id),
+                c.run_head(s, id),
+                g
+            );
+        }
+        for (_, t) in tools {
+            out += &format!("{t} {:?}\n", c.tool_call(s, t));
+        }
+    }
+    out
+}
+
+fn run(ops: &[Op], core_only: bool, restore_at: Option<usize>) -> Result<(), TestCaseError> {
+    let mut reference = Checker::new(validator(core_only)).with_full_history();
+    let mut compact = Checker::new(validator(core_only));
+    let mut g = Gen {
+        n: 0,
+        sent: Vec::new(),
+        tools: Vec::new(),
+    };
+    for (i, o) in ops.iter().enumerate() {
+        if restore_at == Some(i) {
+            compact = Checker::restore(validator(core_only), &compact.snapshot())
+                .expect("a snapshot restores");
+        }
+        let Some(bytes) = g.record(&reference, o) else {
+            continue;
+        };
+        let want = reference.push_bytes(&bytes);
+        let got = compact.push_bytes(&bytes);
+        prop_assert_eq!(&got, &want, "record {}", i);
+        g.sent.push(bytes);
+        prop_assert_eq!(
+            reads(&compact, &g.tools),
+            reads(&reference, &g.tools),
+            "after record {}",
+            i
+        );
+        if restore_at.is_none() {
+            prop_assert_eq!(compact.debug_state(), reference.debug_state());
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn compacted_checker_decides_and_reads_as_full_history(
+        ops in prop::collection::vec(op(), 1..120),
+        core_only in any::<bool>(),
+    ) {
+        run(&ops, core_only, None)?;
+    }
+
+    #[test]
+    fn a_restored_compacted_checker_decides_as_full_history(
+        ops in prop::collection::vec(op(), 1..120),
+        at in 0usize..120,
+        core_only in any::<bool>(),
+    ) {
+        run(&ops, core_only, Some(at))?;
+    }
+}
+
+/// Snapshot format 4 holds folded fingerprints: an older snapshot is not
+/// restored (the host replays its journal instead), and a current one
+/// restores to the same state, closed history included.
+#[test]
+fn only_the_current_snapshot_format_restores() {
+    let mut c = Checker::default();
+    let mut g = Gen {
+        n: 0,
+        sent: Vec::new(),
+        tools: Vec::new(),
+    };
+    let mut reference = Checker::default().with_full_history();
+    for kind in [0, 6, 7, 14, 3] {
+        let o = Op {
+            kind,
+            session: 0,
+            run: 0,
+            other: 0,
+            skew: 5,
+            pick: 0,
+        };
+        let bytes = g.record(&reference, &o).unwrap();
+        assert!(reference.push_bytes(&bytes).is_ok());
+        assert!(c.push_bytes(&bytes).is_ok());
+        g.sent.push(bytes);
+    }
+    assert_eq!(c.run_state("s0", "x0").map(|s| s.is_terminal()), Some(true));
+    let snap = c.snapshot();
+    let restored = Checker::restore(Validator::default(), &snap).unwrap();
+    assert_eq!(restored.debug_state(), c.debug_state());
+    let text = String::from_utf8(snap).unwrap();
+    assert!(text.contains(r#""format":4"#));
+    let old = text.replace(r#""format":4"#, r#""format":3"#);
+    assert!(Checker::restore(Validator::default(), old.as_bytes()).is_none());
+}
