@@ -38,6 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             actions: vec!["approve".into(), "deny".into(), "stop".into()],
             input,
             expires_at: expires,
+            title: None,
         };
     let (first, _) = engine
         .request_interrupt(&me, &sid, ask(Some(members), None))

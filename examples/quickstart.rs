@@ -106,6 +106,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         actions: vec!["approve".into(), "deny".into()],
         input: Some(json!({"question": "Publish the summary?"})),
         expires_at: None,
+        title: None,
     };
     let (interrupt, _) = engine.request_interrupt(&me, &sid, ask).await?;
     let yes = Resolve {

@@ -38,14 +38,16 @@ mod session_cache;
 mod session_commands;
 mod snapshot;
 mod stop;
+mod stream;
 mod subscribe;
 mod timers;
+mod typed;
 mod watch;
 mod workspace;
 
 pub use command_types::{
-    EventScope, Interrupt, InterruptScope, NewSession, Resolve, StartRun, Started, StopTarget,
-    Terminal, ToolOutcome,
+    EventScope, Interrupt, InterruptScope, NewSession, Resolve, Resolved, StartRun, Started,
+    StopTarget, Terminal, ToolOutcome,
 };
 pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::EngineError;
@@ -55,6 +57,10 @@ pub use host::{
 };
 pub use operator::{InterruptPage, ListedInterrupt};
 pub use reads::{Attached, Capabilities};
+pub use stream::{ReasoningStream, Role, TextOptions, TextStream};
 pub use subscribe::Follow;
 pub use timers::{FiredTimer, TimerKind, TimerReport, TIMER_PRINCIPAL};
+pub use typed::commands::{document_key, DocumentKind, Privacy, Progress, ProgressStatus};
+pub use typed::patch::{Patch, PatchOp};
+pub use typed::usage::Usage;
 pub use watch::WatchFollow;
