@@ -51,13 +51,22 @@ impl<S: Store + 'static> Engine<S> {
     }
 
     /// The `message` command: `message.user.recorded` at session scope.
+    /// `content` is the text (`&str`, `String`, or a JSON string value).
     /// Returns the `messageId`.
+    ///
+    /// ```
+    /// # async fn demo(engine: narad_engine::Engine<narad_store_redb::RedbStore>,
+    /// #   me: narad_engine::Principal, sid: String) -> Result<(), narad_engine::EngineError> {
+    /// let id = engine.message(&me, &sid, "Find me a flight to Lisbon.").await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn message(
         &self,
         p: &Principal,
         session_id: &str,
-        content: Value,
+        content: impl Into<Value>,
     ) -> Result<String, EngineError> {
+        let content: Value = content.into();
         let id = self.inner.ids.next_id("msg");
         self.command(p, session_id, |_| {
             Ok(Plan::of(

@@ -6,6 +6,7 @@
 pub(crate) mod commands;
 pub(crate) mod envelope;
 pub(crate) mod patch;
+pub(crate) mod state;
 pub(crate) mod usage;
 
 use narad_store::{Store, StoredEvent};
