@@ -28,3 +28,19 @@ pub async fn print_journal(store: &impl Store, session_id: &str) -> Result<Check
     }
     Ok(checker)
 }
+
+/// Runs a session's stored journal through a fresh checker, printing
+/// nothing; an error names the first refused event.
+pub async fn check_journal(store: &impl Store, session_id: &str) -> Result<Checker, String> {
+    let page = store
+        .read_session(session_id, 0, usize::MAX)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut checker = Checker::default();
+    for ev in &page.events {
+        checker
+            .push_bytes(&ev.bytes)
+            .map_err(|r| format!("event {}: {r}", ev.position.session_sequence))?;
+    }
+    Ok(checker)
+}
