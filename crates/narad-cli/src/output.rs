@@ -104,7 +104,7 @@ pub fn error_text(args: fmt::Arguments<'_>) {
     let _ = err.flush();
 }
 
-/// `println!` through [`line`]: `out!(...)` returns from the calling
+/// `println!` through [`line()`]: `out!(...)` returns from the calling
 /// function with the output error when the write fails.
 macro_rules! out {
     ($($t:tt)*) => {
