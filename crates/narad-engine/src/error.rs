@@ -44,6 +44,13 @@ pub enum EngineError {
         /// The decision it was resolved with.
         decision: String,
     },
+    /// A retried command with the same id (its idempotency key) but a
+    /// different body.
+    #[error("{what} was recorded already with a different body; a retry must repeat it exactly")]
+    IdempotencyConflict {
+        /// The id that was reused (kind and id, no content).
+        what: String,
+    },
     /// `stop` of the active top-level run when none is running.
     #[error("nothing is running in this session: no active top-level run to stop")]
     NothingRunning,
@@ -115,6 +122,7 @@ impl EngineError {
             Self::InterruptExpired => "interrupt_expired",
             Self::AlreadyResolved { .. } => "interrupt_already_resolved",
             Self::NothingRunning => "nothing_running",
+            Self::IdempotencyConflict { .. } => "idempotency_conflict",
             Self::ZeroLimit => "invalid_limit",
             Self::RevisionConflict { .. } => "revision_conflict",
             Self::ProfileInactive { .. } => "profile_inactive",

@@ -245,3 +245,37 @@ async fn append_refusals_name_the_fix_and_append_nothing() {
     .unwrap();
     assert_valid(&e, &sid).await;
 }
+
+#[tokio::test]
+async fn a_retried_message_with_its_id_appends_nothing_and_a_changed_one_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let e = engine(d.path()).await;
+    let sid = session(&e).await;
+    let id = e
+        .message_with_id(&me(), &sid, "turn-1", "hello")
+        .await
+        .unwrap();
+    let after_first = journal(&e, &sid).await;
+    let again = e
+        .message_with_id(&me(), &sid, "turn-1", "hello")
+        .await
+        .unwrap();
+    assert_eq!(again, id);
+    assert_eq!(journal(&e, &sid).await, after_first, "a retry appended");
+    // After a restart (a cold engine on the same file) too: the journal is the record.
+    drop(e);
+    let e = engine(d.path()).await;
+    e.message_with_id(&me(), &sid, "turn-1", "hello")
+        .await
+        .unwrap();
+    let err = e
+        .message_with_id(&me(), &sid, "turn-1", "goodbye")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "idempotency_conflict");
+    assert!(
+        !err.to_string().contains("goodbye"),
+        "the message echoes content"
+    );
+    assert_eq!(journal(&e, &sid).await, after_first);
+}

@@ -262,6 +262,60 @@ impl<S: Store + 'static> Engine<S> {
         Ok(rev)
     }
 
+    /// The `message` command with a caller-chosen `messageId`, which is
+    /// its idempotency key: a retry (after a crash or a timeout) with the
+    /// same id and content appends nothing and answers the same; the same
+    /// id with other content is refused (`idempotency_conflict`). The
+    /// journal itself is the durable record of the key.
+    ///
+    /// ```
+    /// # async fn demo(engine: narad_engine::Engine<narad_store_redb::RedbStore>,
+    /// #   me: narad_engine::Principal, sid: String) -> Result<(), narad_engine::EngineError> {
+    /// engine.message_with_id(&me, &sid, "turn-7", "hello").await?;
+    /// engine.message_with_id(&me, &sid, "turn-7", "hello").await?; // a retry: nothing appended
+    /// # Ok(()) }
+    /// ```
+    pub async fn message_with_id(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        message_id: &str,
+        content: impl Into<Value>,
+    ) -> Result<String, EngineError> {
+        let content: Value = content.into();
+        self.command(p, session_id, |j| {
+            let earlier = j
+                .checker
+                .transcript(&j.session_id)
+                .and_then(|t| t.messages.iter().find(|m| m.message_id == message_id));
+            if let Some(m) = earlier {
+                let same = m.role == "user"
+                    && m.scope == "session"
+                    && content.as_str() == Some(m.content.as_str());
+                if !same {
+                    return Err(EngineError::IdempotencyConflict {
+                        what: format!("message {message_id}"),
+                    });
+                }
+                return Ok(Plan::of(Vec::new(), ()));
+            }
+            let mut body = Map::new();
+            body.insert("messageId".into(), message_id.into());
+            body.insert("messageScope".into(), "session".into());
+            body.insert("content".into(), content.clone());
+            Ok(Plan::of(
+                vec![Draft::new(
+                    "message.user.recorded",
+                    At::Session,
+                    Value::Object(body),
+                )],
+                (),
+            ))
+        })
+        .await?;
+        Ok(message_id.to_owned())
+    }
+
     /// Records a `*.custom` extension event (§9.9): `session.custom`,
     /// `run.custom` or `workflow.custom` by `scope`. `name` must be
     /// namespaced dotted lowercase (`acme.note`).
