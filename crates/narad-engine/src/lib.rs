@@ -59,7 +59,7 @@ pub use host::{
 pub use operator::{InterruptPage, ListedInterrupt};
 pub use reads::{Attached, Capabilities};
 pub use stream::{ReasoningStream, Role, TextOptions, TextStream};
-pub use subscribe::Follow;
+pub use subscribe::{Follow, FollowItem};
 pub use timers::{FiredTimer, TimerKind, TimerReport, TIMER_PRINCIPAL};
 pub use typed::commands::{document_key, DocumentKind, Privacy, Progress, ProgressStatus};
 pub use typed::patch::{Patch, PatchOp};

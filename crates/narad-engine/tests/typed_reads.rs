@@ -125,3 +125,17 @@ async fn transcript_listing_history_and_stop_answer_consistently() {
     assert!(err.to_string().contains("nothing is running"));
     e.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn attach_yields_parsed_records_with_their_exact_bytes() {
+    let d = tempfile::tempdir().unwrap();
+    let e = engine(d.path()).await;
+    let sid = session(&e).await;
+    let mut live = e.attach(&me(), &sid).await.unwrap().follow;
+    e.message(&me(), &sid, "hello").await.unwrap();
+    let item = live.next_item().await.unwrap().unwrap();
+    assert_eq!(item.record.envelope.session_sequence, 1);
+    assert_eq!(item.record.wire.bytes(), &item.event.bytes[..]);
+    let stored = common::journal(&e, &sid).await;
+    assert_eq!(&item.event.bytes[..], &stored[0][..]);
+}
