@@ -3,7 +3,8 @@
 //! tool only from `client.tool.execute`, records acceptance durably first,
 //! and answers a duplicate delivery with its recorded finish.
 //!
-//! `cargo run --example client_tools`
+//! `cargo run --example client_tools` (no `--store`: it runs on private
+//! temporary stores, removed at exit)
 
 use narad_engine::executor::{ClientExecutor, Handled};
 use narad_engine::{Engine, NewSession, Principal, StartRun, Started, Terminal};
@@ -12,14 +13,15 @@ use serde_json::json;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let base = std::env::temp_dir().join(format!("narad-client-{}", std::process::id()));
-    let host = Engine::new(RedbStore::open(base.with_extension("host.redb")).await?);
+    narad_examples::refuse_store_flag("client_tools");
+    let scratch = narad_examples::Scratch::new("narad-client")?;
+    let host = Engine::new(RedbStore::open(scratch.join("host.redb")).await?);
     let me = Principal::new("host");
 
     // The client process: its own ledger file, its executor id.
     let (to_client, mut client_inbox) = tokio::sync::mpsc::channel::<bytes::Bytes>(16);
     let (to_host, mut host_inbox) = tokio::sync::mpsc::channel::<bytes::Bytes>(16);
-    let ledger = RedbStore::open(base.with_extension("ledger.redb")).await?;
+    let ledger = RedbStore::open(scratch.join("ledger.redb")).await?;
     let client = tokio::spawn(async move {
         let exec = ClientExecutor::new(ledger, "desktop-1");
         while let Some(msg) = client_inbox.recv().await {

@@ -15,8 +15,8 @@ use serde_json::json;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::env::temp_dir().join(format!("narad-hitl-{}", std::process::id()));
-    let url = narad_examples::store_url(&format!("redb:{}.redb", dir.display()));
+    let scratch = narad_examples::Scratch::new("narad-hitl")?;
+    let url = narad_examples::store_url(&format!("redb:{}", scratch.join("hitl.redb").display()));
     let clock = Arc::new(ManualClock::at_unix(1_780_000_000));
     let engine = Engine::with_host(
         narad_stores::open(&url).await?,
@@ -38,6 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             actions: vec!["approve".into(), "deny".into(), "stop".into()],
             input,
             expires_at: expires,
+            title: None,
         };
     let (first, _) = engine
         .request_interrupt(&me, &sid, ask(Some(members), None))

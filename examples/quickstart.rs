@@ -1,11 +1,13 @@
 //! Quickstart: one agent session through the engine on the embedded default
 //! store — a run with a backend tool call, an approval interrupt resolved,
 //! streamed assistant text, progress and a nested run — stopped and
-//! reopened mid-way, then the journal (JSONL, stdout) and the reduced state
-//! (stderr).
+//! reopened mid-way, then a short summary: what happened, where the store
+//! is, and the command that shows it.
 //!
-//! `cargo run --example quickstart [-- --store URL]` — the store defaults to
-//! `redb:narad-quickstart.redb` in the current directory. No server needed.
+//! `cargo run --example quickstart [-- --store URL] [--jsonl]` — the store
+//! defaults to `redb:narad-quickstart.redb` in the current directory (kept,
+//! so `narad show` can read it); `--jsonl` prints the raw journal too. No
+//! server needed.
 
 use narad_engine::{
     Engine, EngineError, EventScope, Interrupt, InterruptScope, NewSession, Principal, Resolve,
@@ -106,6 +108,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         actions: vec!["approve".into(), "deny".into()],
         input: Some(json!({"question": "Publish the summary?"})),
         expires_at: None,
+        title: None,
     };
     let (interrupt, _) = engine.request_interrupt(&me, &sid, ask).await?;
     let yes = Resolve {
@@ -172,13 +175,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .await?;
 
-    // 7. The durable journal, checked, and the reduced state.
-    let checker = narad_examples::print_journal(engine.store(), &sid).await?;
-    eprintln!("session {sid} in {url}: accepted by the checker");
-    eprintln!(
-        "reduced state: {}",
-        checker.state_json(&sid).unwrap_or_default()
+    // 7. The durable journal, checked; a short summary of what happened.
+    let raw = std::env::args().any(|a| a == "--jsonl");
+    let checker = if raw {
+        narad_examples::print_journal(engine.store(), &sid).await?
+    } else {
+        narad_examples::check_journal(engine.store(), &sid).await?
+    };
+    let state = engine.state(&me, &sid).await?;
+    let finished = state
+        .runs
+        .values()
+        .filter(|r| r.state == narad_core::checker::RunState::Finished)
+        .count();
+    println!(
+        "session {sid}: {} events, accepted by the checker",
+        checker.session_head(&sid).unwrap_or(0)
     );
-    engine.store().close().await?;
+    println!(
+        "  {} runs ({finished} finished), {} tool calls, {} transcript messages",
+        state.runs.len(),
+        state.tools.len(),
+        state.transcript.messages.len()
+    );
+    println!("  stored in {url}");
+    println!("  look inside: cargo run -p narad-cli -- show --store {url} --session {sid}");
+    if !raw {
+        println!("  (add `-- --jsonl` to print the raw journal)");
+    }
+    engine.close().await?;
     Ok(())
 }

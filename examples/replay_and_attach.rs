@@ -2,7 +2,8 @@
 //! record, hydrate records, and a live follower that picks up exactly where
 //! the hydrate ended.
 //!
-//! `cargo run --example replay_and_attach`
+//! `cargo run --example replay_and_attach` (no `--store`: it runs on a
+//! private temporary store, removed at exit)
 
 use narad_engine::{Engine, NewSession, Principal};
 use narad_store::HistoryQuery;
@@ -11,7 +12,9 @@ use serde_json::json;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::temp_dir().join(format!("narad-replay-{}.redb", std::process::id()));
+    narad_examples::refuse_store_flag("replay_and_attach");
+    let scratch = narad_examples::Scratch::new("narad-replay")?;
+    let path = scratch.join("replay.redb");
     let engine = Engine::new(RedbStore::open(&path).await?);
     let me = Principal::new("viewer");
     let sid = engine.create_session(&me, NewSession::default()).await?;
@@ -63,6 +66,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("live {}", ev.position.session_sequence);
     }
     writer.await??;
-    let _ = std::fs::remove_file(&path);
+    drop(scratch);
     Ok(())
 }

@@ -2,7 +2,8 @@
 //! are copied to redb (what `narad migrate` does) and the agent carries on
 //! there. Only the store URL changes.
 //!
-//! `cargo run --example swap_backend`
+//! `cargo run --example swap_backend` (no `--store`: it runs on private
+//! temporary stores, removed at exit)
 
 use narad_engine::{Engine, NewSession, Principal, StartRun, Started, Terminal, ToolOutcome};
 use narad_store::{Batch, SideSpace, SideWrite, Store};
@@ -42,9 +43,10 @@ async fn agent(
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let base = std::env::temp_dir().join(format!("narad-swap-{}", std::process::id()));
-    let sqlite = format!("sqlite:{}.sqlite", base.display());
-    let redb = format!("redb:{}.redb", base.display());
+    narad_examples::refuse_store_flag("swap_backend");
+    let scratch = narad_examples::Scratch::new("narad-swap")?;
+    let sqlite = format!("sqlite:{}", scratch.join("a.sqlite").display());
+    let redb = format!("redb:{}", scratch.join("b.redb").display());
 
     let on_sqlite = Engine::new(narad_stores::open(&sqlite).await?);
     let sid = on_sqlite

@@ -8,8 +8,8 @@ use serde_json::json;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let tmp = std::env::temp_dir().join(format!("narad-workflow-{}.redb", std::process::id()));
-    let url = narad_examples::store_url(&format!("redb:{}", tmp.display()));
+    let scratch = narad_examples::Scratch::new("narad-workflow")?;
+    let url = narad_examples::store_url(&format!("redb:{}", scratch.join("wf.redb").display()));
     let engine = Engine::new(narad_stores::open(&url).await?);
     let me = Principal::new("orchestrator");
     let sid = engine.create_session(&me, NewSession::default()).await?;

@@ -630,7 +630,7 @@ impl NativeExecutor {
         future_into_py(py, async move {
             let ledger = narad_stores::open(&ledger_url)
                 .await
-                .map_err(|e| to_py(e.into()))?;
+                .map_err(|e| to_py(narad_store::StoreError::from(e).into()))?;
             Ok(NativeExecutor {
                 exec: Arc::new(ClientExecutor::new(ledger, executor_id)),
             })

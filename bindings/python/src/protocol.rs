@@ -44,7 +44,11 @@ fn parse_req(what: &str, text: &str) -> Result<Value, EngineError> {
 
 /// Opens (or creates) the store a URL names and an engine over it.
 pub async fn open(url: &str) -> Result<Eng, EngineError> {
-    Ok(Engine::new(narad_stores::open(url).await?))
+    Ok(Engine::new(
+        narad_stores::open(url)
+            .await
+            .map_err(narad_store::StoreError::from)?,
+    ))
 }
 
 /// Creates a session; `profiles` is a comma-separated profile list or `all`.
@@ -278,6 +282,7 @@ pub async fn request_interrupt(
             actions,
             input: parse("input", input)?,
             expires_at,
+            title: None,
         },
     )
     .await
@@ -304,6 +309,7 @@ pub async fn resolve_interrupt(
         },
     )
     .await
+    .map(|r| r.session_id)
 }
 
 /// A fresh unguessable id of a kind (e.g. `msg`).

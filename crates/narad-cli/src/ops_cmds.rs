@@ -120,7 +120,8 @@ pub async fn resolve(
             },
         )
         .await
-        .map_err(refused)?;
+        .map_err(refused)?
+        .session_id;
     if json_out {
         let v = json!({"resolved": interrupt_id, "sessionId": sid, "decision": decision});
         out!("{v}");

@@ -97,7 +97,7 @@ pub fn error_line(args: fmt::Arguments<'_>) {
     let _ = writeln!(std::io::stderr().lock(), "{args}");
 }
 
-/// `println!` through [`line`]: `out!(...)` returns from the calling
+/// `println!` through [`line()`]: `out!(...)` returns from the calling
 /// function with the output error when the write fails.
 macro_rules! out {
     ($($t:tt)*) => {

@@ -317,7 +317,13 @@ fn read_commands_never_create_a_missing_store() {
         ] {
             let (code, out, err) = narad(&args);
             assert_eq!(code, 1, "{args:?}: {out}{err}");
-            one_line_naming(&err, &["no store at", &missing.display().to_string()]);
+            // A bare path is refused as a URL without a scheme, naming it.
+            let why = if scheme.is_empty() {
+                "no scheme"
+            } else {
+                "no store at"
+            };
+            one_line_naming(&err, &[why, &missing.display().to_string()]);
             assert!(!missing.exists(), "{args:?} created {}", missing.display());
             assert!(!to.exists(), "{args:?} created {}", to.display());
         }

@@ -78,6 +78,7 @@ fn setup(url: &str) -> Setup {
                     actions: vec!["approve".into(), "deny".into()],
                     input: None,
                     expires_at: None,
+                    title: None,
                 },
             )
             .await

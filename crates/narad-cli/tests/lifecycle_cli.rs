@@ -35,7 +35,7 @@ fn fill(url: &str) -> String {
             };
             e.create_session(&me, new).await.unwrap();
         }
-        e.message(&me, "s-done", "hi".into()).await.unwrap();
+        e.message(&me, "s-done", "hi").await.unwrap();
         let started = e
             .start_run(&me, "s-open", StartRun::default())
             .await

@@ -66,6 +66,7 @@ fn setup(url: &str) -> Setup {
                     actions: vec!["approve".into(), "deny".into()],
                     input: None,
                     expires_at: Some(expires),
+                    title: None,
                 },
             )
             .await
@@ -101,6 +102,7 @@ fn setup(url: &str) -> Setup {
                     actions: vec!["continue".into()],
                     input: None,
                     expires_at: None,
+                    title: None,
                 },
             )
             .await
@@ -204,7 +206,14 @@ fn operator_commands(url: &str) {
     assert_eq!(code, 1, "{out}");
     assert!(out.is_empty(), "{out}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.starts_with("narad: unknown_interrupt: "), "{err}");
+    assert!(
+        err.starts_with("narad: interrupt_already_resolved: "),
+        "{err}"
+    );
+    assert!(
+        err.contains("`continue`") || err.contains("decision"),
+        "{err}"
+    );
     let (code, _, err) = narad(&["resolve", "--store", url, "no-such-interrupt", "approve"]);
     assert_eq!(code, 1);
     assert!(err.starts_with("narad: unknown_interrupt: "), "{err}");
@@ -245,7 +254,7 @@ fn operator_commands(url: &str) {
     // Nothing left to stop: refused with the engine's code.
     let (code, _, err) = narad(&["stop", "--store", url, "--session", &s.busy]);
     assert_eq!(code, 1);
-    assert!(err.starts_with("narad: unknown_run: "), "{err}");
+    assert!(err.starts_with("narad: nothing_running: "), "{err}");
     let (code, _, err) = narad(&["stop", "--store", url, "--session", "no-such-session"]);
     assert_eq!(code, 1);
     assert_eq!(err.lines().count(), 1, "{err}");

@@ -60,6 +60,7 @@ async fn store_with_timers(path: &std::path::Path) -> (String, String) {
         actions: vec!["approve".into()],
         input: None,
         expires_at: Some(expires),
+        title: None,
     };
     let (iid, _) = e.request_interrupt(&me, sid, interrupt).await.unwrap();
     let (later, run) = &sids[1];

@@ -3,7 +3,7 @@
 //! The Narad v1 wire model and its structural validation: one Rust type per
 //! record kind ([`AuthorityEvent`], [`WatchEvent`], [`HydrateRecord`],
 //! [`ControlMessage`]), typed payloads for every core and profile type, a
-//! [registry](registry) mapping each type to its class and profile, and a
+//! [registry] mapping each type to its class and profile, and a
 //! [`Validator`] that agrees with the published JSON Schemas (and, where they
 //! fall short, with the spec prose; see `conformance/NOTES.md`).
 //!

@@ -38,7 +38,7 @@ fn main() {
                     if i % 4 == 0 {
                         e.start_run(&me, &sid, StartRun::default()).await.unwrap();
                     } else {
-                        e.message(&me, &sid, "hi".into()).await.unwrap();
+                        e.message(&me, &sid, "hi").await.unwrap();
                     }
                 }));
             }

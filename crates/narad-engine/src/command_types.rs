@@ -31,6 +31,40 @@ pub struct StartRun {
     pub queue_if_busy: bool,
 }
 
+impl StartRun {
+    /// A top-level run (the default).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// A nested run under `parent`.
+    pub fn child_of(parent: impl Into<String>) -> Self {
+        Self {
+            parent_run_id: Some(parent.into()),
+            ..Self::default()
+        }
+    }
+    /// Sets the run id (a retried start with the same id is recognized).
+    pub fn id(mut self, run_id: impl Into<String>) -> Self {
+        self.run_id = Some(run_id.into());
+        self
+    }
+    /// A top-level run of `workflow_id`.
+    pub fn in_workflow(mut self, workflow_id: impl Into<String>) -> Self {
+        self.workflow_id = Some(workflow_id.into());
+        self
+    }
+    /// Binds a client executor (§3.3).
+    pub fn client_executor(mut self, id: impl Into<String>) -> Self {
+        self.client_executor_id = Some(id.into());
+        self
+    }
+    /// Waits for a busy session slot instead of refusing.
+    pub fn queue_if_busy(mut self) -> Self {
+        self.queue_if_busy = true;
+        self
+    }
+}
+
 /// What `start_run` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Started {
@@ -40,6 +74,15 @@ pub enum Started {
     /// a durable side record: it survives restarts and cache resets, and
     /// the batch that frees the slot, in any engine, starts it once.
     Queued(String),
+}
+
+impl Started {
+    /// The run's id, running or queued.
+    pub fn run_id(&self) -> &str {
+        match self {
+            Self::Running(r) | Self::Queued(r) => r,
+        }
+    }
 }
 
 /// How a run ended.
@@ -95,6 +138,89 @@ impl ToolOutcome {
             message: None,
         }
     }
+
+    /// A failed call: a machine `code` and a user-safe `message`
+    /// (journaled); the response is `null`.
+    ///
+    /// ```
+    /// let o = narad_engine::ToolOutcome::error("not_found", "No such file.");
+    /// assert_eq!((o.outcome, o.code.as_deref()), ("error", Some("not_found")));
+    /// ```
+    pub fn error(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            outcome: "error",
+            response: Value::Null,
+            code: Some(code.into()),
+            message: Some(message.into()),
+        }
+    }
+
+    /// A cancelled call; the response is `null`.
+    pub fn cancelled() -> Self {
+        Self {
+            outcome: "cancelled",
+            response: Value::Null,
+            code: None,
+            message: None,
+        }
+    }
+
+    /// The same outcome with `response` (e.g. partial output of an error).
+    pub fn with_response(mut self, response: Value) -> Self {
+        self.response = response;
+        self
+    }
+}
+
+impl Terminal {
+    /// `run.finished` without usage or artifacts.
+    pub fn finished() -> Self {
+        Self::Finished {
+            usage: None,
+            artifact_ids: Vec::new(),
+        }
+    }
+
+    /// `run.finished` with typed usage.
+    ///
+    /// ```
+    /// use narad_engine::{Terminal, Usage};
+    /// let t = Terminal::finished_with(Usage::tokens(10, 5));
+    /// assert!(matches!(t, Terminal::Finished { usage: Some(_), .. }));
+    /// ```
+    pub fn finished_with(usage: crate::Usage) -> Self {
+        Self::Finished {
+            usage: Some(usage.to_value()),
+            artifact_ids: Vec::new(),
+        }
+    }
+
+    /// `run.error` with a machine code and a user-safe message.
+    pub fn error(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Error {
+            code: code.into(),
+            message: message.into(),
+            usage: None,
+        }
+    }
+
+    /// `run.cancelled` without code or message.
+    pub fn cancelled() -> Self {
+        Self::Cancelled {
+            code: None,
+            message: None,
+            usage: None,
+        }
+    }
+
+    /// The `usage` this terminal carries.
+    pub(crate) fn usage(&self) -> Option<&Value> {
+        match self {
+            Self::Finished { usage, .. }
+            | Self::Error { usage, .. }
+            | Self::Cancelled { usage, .. } => usage.as_ref(),
+        }
+    }
 }
 
 /// Where an interrupt waits.
@@ -117,12 +243,75 @@ pub struct Interrupt {
     pub actions: Vec<String>,
     /// Optional `input` object (HITL `members` live here).
     pub input: Option<Value>,
+    /// Optional user-facing title.
+    pub title: Option<String>,
     /// When the engine resolves it as `expired` ([`Engine::expire_due`](crate::Engine::expire_due)).
     pub expires_at: Option<std::time::SystemTime>,
 }
 
+impl Interrupt {
+    /// An interrupt of `kind` on a run, offering `actions`.
+    ///
+    /// ```
+    /// use narad_engine::Interrupt;
+    /// let ask = Interrupt::on_run("run-1", "approval", ["approve", "deny"])
+    ///     .title("Send the email?")
+    ///     .expires_in(std::time::Duration::from_secs(600));
+    /// assert_eq!(ask.actions, ["approve", "deny"]);
+    /// ```
+    pub fn on_run<A: Into<String>>(
+        run_id: impl Into<String>,
+        kind: impl Into<String>,
+        actions: impl IntoIterator<Item = A>,
+    ) -> Self {
+        Self {
+            scope: InterruptScope::Run(run_id.into()),
+            kind: kind.into(),
+            actions: actions.into_iter().map(Into::into).collect(),
+            input: None,
+            title: None,
+            expires_at: None,
+        }
+    }
+
+    /// An interrupt of `kind` on a workflow, offering `actions`.
+    pub fn on_workflow<A: Into<String>>(
+        workflow_id: impl Into<String>,
+        kind: impl Into<String>,
+        actions: impl IntoIterator<Item = A>,
+    ) -> Self {
+        Self {
+            scope: InterruptScope::Workflow(workflow_id.into()),
+            ..Self::on_run(String::new(), kind, actions)
+        }
+    }
+
+    /// Sets the title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the `input` object.
+    pub fn input(mut self, input: Value) -> Self {
+        self.input = Some(input);
+        self
+    }
+
+    /// Sets `expiresAt`.
+    pub fn expires_at(mut self, at: std::time::SystemTime) -> Self {
+        self.expires_at = Some(at);
+        self
+    }
+
+    /// Sets `expiresAt` to now (the system clock) plus `d`.
+    pub fn expires_in(self, d: std::time::Duration) -> Self {
+        self.expires_at(std::time::SystemTime::now() + d)
+    }
+}
+
 /// A resolution of an open interrupt, by `interruptId` alone.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Resolve {
     /// The interrupt.
     pub interrupt_id: String,
@@ -135,6 +324,49 @@ pub struct Resolve {
     pub expected_revision: Option<u64>,
     /// HITL members' decisions.
     pub members: Option<Value>,
+}
+
+impl Resolve {
+    /// Resolves `interrupt_id` with `decision`.
+    ///
+    /// ```
+    /// let r = narad_engine::Resolve::new("interrupt-1", "approve").reason("looks fine");
+    /// assert_eq!(r.expected_revision, None);
+    /// ```
+    pub fn new(interrupt_id: impl Into<String>, decision: impl Into<String>) -> Self {
+        Self {
+            interrupt_id: interrupt_id.into(),
+            decision: decision.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the reason.
+    pub fn reason(mut self, reason: impl Into<String>) -> Self {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// Sets the expected revision of the owning journal.
+    pub fn expected_revision(mut self, revision: u64) -> Self {
+        self.expected_revision = Some(revision);
+        self
+    }
+}
+
+/// What [`Engine::resolve_interrupt`](crate::Engine::resolve_interrupt)
+/// did: `interrupt.resolved` and the resume of its run or workflow are
+/// durable, in one batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The owning session.
+    pub session_id: String,
+    /// The interrupt.
+    pub interrupt_id: String,
+    /// The decision recorded.
+    pub decision: String,
+    /// Where it waited (the run or workflow that resumed).
+    pub scope: InterruptScope,
 }
 
 /// What to stop.

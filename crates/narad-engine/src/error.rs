@@ -9,7 +9,7 @@ use narad_store::StoreError;
 pub enum EngineError {
     /// The command would break a protocol rule; `code` is the checker's
     /// (e.g. `session_slot_busy`, `open_work`, `wait_mismatch`).
-    #[error("{code}: {message} (§{section})")]
+    #[error("{message} (§{section})")]
     Rejected {
         /// Stable rule code.
         code: &'static str,
@@ -36,6 +36,27 @@ pub enum EngineError {
     /// No open interrupt with this id.
     #[error("unknown or closed interrupt")]
     UnknownInterrupt,
+    /// The interrupt was resolved already (by a person, expiry or a stop).
+    #[error("interrupt {interrupt_id} was already resolved with decision `{decision}`")]
+    AlreadyResolved {
+        /// The interrupt.
+        interrupt_id: String,
+        /// The decision it was resolved with.
+        decision: String,
+    },
+    /// A retried command with the same id (its idempotency key) but a
+    /// different body.
+    #[error("{what} was recorded already with a different body; a retry must repeat it exactly")]
+    IdempotencyConflict {
+        /// The id that was reused (kind and id, no content).
+        what: String,
+    },
+    /// `stop` of the active top-level run when none is running.
+    #[error("nothing is running in this session: no active top-level run to stop")]
+    NothingRunning,
+    /// A page limit of 0 (a paging loop would never move).
+    #[error("a page limit must be at least 1")]
+    ZeroLimit,
     /// The interrupt's `expiresAt` has passed on the engine's clock: a
     /// request with it is refused, and so is a resolution other than
     /// `expired`.
@@ -56,12 +77,12 @@ pub enum EngineError {
         event_type: String,
     },
     /// A command argument is malformed (e.g. not a JSON object).
-    #[error("invalid command: {0}")]
+    #[error("{0}")]
     InvalidCommand(String),
     /// A client-execution control was refused (§11): `lease_invalid`,
     /// `token_unknown`, `token_mismatch`, `token_expired`,
     /// `finish_conflict`, `call_closed`, `executor_mismatch`.
-    #[error("{code}: {message}")]
+    #[error("{message}")]
     Client {
         /// Stable code.
         code: &'static str,
@@ -110,6 +131,10 @@ impl EngineError {
             Self::UnknownToolCall => "unknown_tool_call",
             Self::UnknownInterrupt => "unknown_interrupt",
             Self::InterruptExpired => "interrupt_expired",
+            Self::AlreadyResolved { .. } => "interrupt_already_resolved",
+            Self::NothingRunning => "nothing_running",
+            Self::IdempotencyConflict { .. } => "idempotency_conflict",
+            Self::ZeroLimit => "invalid_limit",
             Self::RevisionConflict { .. } => "revision_conflict",
             Self::ProfileInactive { .. } => "profile_inactive",
             Self::InvalidCommand(_) => "invalid_command",

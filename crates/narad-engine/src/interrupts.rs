@@ -5,7 +5,7 @@ use narad_store::{Expect, SideSpace, Store};
 use serde_json::json;
 
 use crate::command_loop::{side, strip_nulls, Plan};
-use crate::command_types::{Interrupt, InterruptScope, Resolve};
+use crate::command_types::{Interrupt, InterruptScope, Resolve, Resolved};
 use crate::engine::{Cell, Engine};
 use crate::error::EngineError;
 use crate::host::{timestamp, Principal};
@@ -35,6 +35,7 @@ impl<S: Store + 'static> Engine<S> {
                 let mut body = json!({
                     "interruptId": iid, "waitId": wait, "kind": interrupt.kind,
                     "actions": interrupt.actions, "input": interrupt.input,
+                    "title": interrupt.title,
                     "expiresAt": interrupt.expires_at.map(timestamp),
                 });
                 let drafts = match &interrupt.scope {
@@ -85,12 +86,98 @@ impl<S: Store + 'static> Engine<S> {
     ///
     /// A decision other than `expired` after the interrupt's `expiresAt`
     /// has passed on the engine's clock is refused as `interrupt_expired`.
+    /// A second resolution is refused as `interrupt_already_resolved`,
+    /// naming the decision already recorded; an id never requested is
+    /// `unknown_interrupt`.
+    ///
+    /// ```
+    /// # async fn demo(engine: narad_engine::Engine<narad_store_redb::RedbStore>,
+    /// #   me: narad_engine::Principal, sid: String, run: String) -> Result<(), narad_engine::EngineError> {
+    /// use narad_engine::{Interrupt, Resolve};
+    /// let (id, _wait) = engine
+    ///     .request_interrupt(&me, &sid, Interrupt::on_run(&run, "approval", ["approve", "deny"]))
+    ///     .await?;
+    /// let done = engine.resolve_interrupt(&me, Resolve::new(&id, "approve")).await?;
+    /// assert_eq!((done.session_id, done.decision.as_str()), (sid, "approve"));
+    /// let again = engine.resolve_interrupt(&me, Resolve::new(&id, "deny")).await.unwrap_err();
+    /// assert_eq!(again.code(), "interrupt_already_resolved");
+    /// # Ok(()) }
+    /// ```
     pub async fn resolve_interrupt(
         &self,
         p: &Principal,
         resolve: Resolve,
-    ) -> Result<String, EngineError> {
-        self.resolve_firing(p, resolve, None).await
+    ) -> Result<Resolved, EngineError> {
+        let interrupt_id = resolve.interrupt_id.clone();
+        let decision = resolve.decision.clone();
+        match self.resolve_firing(p, resolve, None).await {
+            Ok((session_id, scope)) => Ok(Resolved {
+                session_id,
+                interrupt_id,
+                decision,
+                scope,
+            }),
+            Err(EngineError::UnknownInterrupt) => {
+                match self.past_decision(p, &interrupt_id).await? {
+                    Some(decision) => Err(EngineError::AlreadyResolved {
+                        interrupt_id,
+                        decision,
+                    }),
+                    None => Err(EngineError::UnknownInterrupt),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The decision a closed interrupt was resolved with, read from its
+    /// session's journal (found through the interrupt index).
+    async fn past_decision(
+        &self,
+        p: &Principal,
+        interrupt_id: &str,
+    ) -> Result<Option<String>, EngineError> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Resolution {
+            #[serde(rename = "type")]
+            ty: String,
+            #[serde(default)]
+            interrupt_id: String,
+            #[serde(default)]
+            decision: String,
+        }
+        let Some(b) = self
+            .inner
+            .store
+            .side(SideSpace::Interrupt, interrupt_id)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let Ok(sid) = String::from_utf8(b.to_vec()) else {
+            return Ok(None);
+        };
+        self.authorize(p, crate::host::Action::Read { session_id: &sid })?;
+        let mut after = 0;
+        loop {
+            let page = self
+                .inner
+                .store
+                .read_session(&sid, after, self.inner.config.history_limit)
+                .await?;
+            for ev in &page.events {
+                after = ev.position.session_sequence;
+                if let Ok(r) = serde_json::from_slice::<Resolution>(&ev.bytes) {
+                    if r.ty == "interrupt.resolved" && r.interrupt_id == interrupt_id {
+                        return Ok(Some(r.decision));
+                    }
+                }
+            }
+            if page.next.is_none() || page.events.is_empty() {
+                return Ok(None);
+            }
+        }
     }
 
     /// [`Self::resolve_interrupt`]; with `fired`, the timer that fires it
@@ -101,7 +188,7 @@ impl<S: Store + 'static> Engine<S> {
         p: &Principal,
         resolve: Resolve,
         fired: Option<&TimerRecord>,
-    ) -> Result<String, EngineError> {
+    ) -> Result<(String, InterruptScope), EngineError> {
         let now = self.inner.clock.now();
         let claim = fired.map(TimerRecord::delete).transpose()?;
         let sid = match self
@@ -113,7 +200,8 @@ impl<S: Store + 'static> Engine<S> {
             Some(b) => String::from_utf8(b.to_vec()).map_err(|_| EngineError::UnknownInterrupt)?,
             None => return Err(EngineError::UnknownInterrupt),
         };
-        self.command(p, &sid, |j| {
+        let sid2 = sid.clone();
+        self.command(p, &sid2, |j| {
             let s = &j.session_id;
             let owner = j
                 .checker
@@ -180,13 +268,13 @@ impl<S: Store + 'static> Engine<S> {
                     Draft::new("interrupt.resolved", at.clone(), body),
                     Draft::new(resume, at, json!({ "waitId": open.wait_id })),
                 ],
-                (),
+                scope.clone(),
             );
             plan.side.extend(claim.clone());
             Ok(plan)
         })
-        .await?;
-        Ok(sid)
+        .await
+        .map(|(scope, _)| (sid, scope))
     }
 
     /// Resolves every open interrupt whose `expiresAt` has passed on the
@@ -211,16 +299,7 @@ impl<S: Store + 'static> Engine<S> {
         }
         for id in due {
             let r = self
-                .resolve_interrupt(
-                    p,
-                    Resolve {
-                        interrupt_id: id.clone(),
-                        decision: "expired".into(),
-                        reason: None,
-                        expected_revision: None,
-                        members: None,
-                    },
-                )
+                .resolve_firing(p, Resolve::new(id.clone(), "expired"), None)
                 .await;
             match r {
                 Ok(_) => expired.push(id),

@@ -473,7 +473,7 @@ impl Journal {
                         EngineError::Rejected {
                             code: e.code.as_str(),
                             section: "5",
-                            message: e.to_string(),
+                            message: format!("`{}`: {}", d.ty, e.message),
                         },
                         dirty,
                     ))

@@ -33,6 +33,7 @@ mod index;
 mod interrupts;
 mod journal;
 mod lifecycle;
+mod listing;
 mod operator;
 mod outbox;
 mod queue;
@@ -43,16 +44,18 @@ mod session_cache;
 mod session_commands;
 mod snapshot;
 mod stop;
+mod stream;
 mod subscribe;
 mod telemetry;
 mod timers;
+mod typed;
 mod watch;
 mod workspace;
 
 pub use archive::{ARCHIVE_ACTION, LABEL_ACTION};
 pub use command_types::{
-    EventScope, Interrupt, InterruptScope, NewSession, Resolve, StartRun, Started, StopTarget,
-    Terminal, ToolOutcome,
+    EventScope, Interrupt, InterruptScope, NewSession, Resolve, Resolved, StartRun, Started,
+    StopTarget, Terminal, ToolOutcome,
 };
 pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::EngineError;
@@ -66,6 +69,11 @@ pub use lifecycle::{Deleted, OpenWork, DELETE_ACTION};
 pub use operator::{InterruptPage, ListedInterrupt};
 pub use reads::{Attached, Capabilities};
 pub use retention::{PruneReport, RetentionPolicy};
-pub use subscribe::Follow;
+pub use stream::{ReasoningStream, Role, TextOptions, TextStream};
+pub use subscribe::{Follow, FollowItem};
 pub use timers::{FiredTimer, TimerKind, TimerReport, TIMER_PRINCIPAL};
+pub use typed::commands::{document_key, DocumentKind, Privacy, Progress, ProgressStatus};
+pub use typed::patch::{Patch, PatchOp};
+pub use typed::state::{SessionState, ToolCall, ToolCallState, TranscriptMessage, TranscriptState};
+pub use typed::usage::Usage;
 pub use watch::WatchFollow;

@@ -47,7 +47,8 @@ pub struct Attached<S> {
 impl<S: Store + 'static> Engine<S> {
     /// Session history per §10.2 (combined cursors checked). Trace and
     /// debug events are left out for a principal that may not debug; the
-    /// page's `next` cursor still covers them.
+    /// page's `next` cursor still covers them. An unknown session is
+    /// `unknown_session`; a limit of 0 is refused (`invalid_limit`).
     pub async fn history(
         &self,
         p: &Principal,
@@ -55,6 +56,10 @@ impl<S: Store + 'static> Engine<S> {
         query: &HistoryQuery,
     ) -> Result<Page, EngineError> {
         self.authorize(p, Action::Read { session_id })?;
+        if query.limit == 0 {
+            return Err(EngineError::ZeroLimit);
+        }
+        self.meta(session_id).await?;
         let hide = self.hides_debug(p, session_id).await?;
         let mut q = query.clone();
         q.limit = q.limit.min(self.inner.config.history_limit);
@@ -236,8 +241,39 @@ impl<S: Store + 'static> Engine<S> {
         Ok(caps)
     }
 
+    /// The reduced state of a session, typed: runs with their status and
+    /// tree, tool calls, workflows, the transcript, documents.
+    ///
+    /// ```
+    /// # async fn demo(engine: narad_engine::Engine<narad_store_redb::RedbStore>,
+    /// #   me: narad_engine::Principal, sid: String) -> Result<(), narad_engine::EngineError> {
+    /// let state = engine.state(&me, &sid).await?;
+    /// for m in state.transcript_view(true) {
+    ///     println!("{}: {} ({} reasoning)", m.role, m.text, m.reasoning.len());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn state(
+        &self,
+        p: &Principal,
+        session_id: &str,
+    ) -> Result<crate::SessionState, EngineError> {
+        self.authorize(p, Action::Read { session_id })?;
+        let (s, _) = self
+            .command(p, session_id, |j| {
+                Ok(Plan::of(
+                    Vec::new(),
+                    crate::SessionState::from_checker(&j.checker, &j.session_id)
+                        .unwrap_or_default(),
+                ))
+            })
+            .await?;
+        Ok(s)
+    }
+
     /// The reduced state of a session as the checker holds it
-    /// (deterministic JSON), hydrating it if needed.
+    /// (deterministic JSON), hydrating it if needed. Its layout is
+    /// documented on [`SessionState`](crate::SessionState).
     pub async fn state_json(&self, p: &Principal, session_id: &str) -> Result<String, EngineError> {
         self.authorize(p, Action::Read { session_id })?;
         let (s, _) = self

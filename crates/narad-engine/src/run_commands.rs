@@ -242,6 +242,9 @@ impl<S: Store + 'static> Engine<S> {
         run_id: &str,
         terminal: Terminal,
     ) -> Result<(), EngineError> {
+        if let Some(usage) = terminal.usage() {
+            crate::typed::usage::check_usage(usage)?;
+        }
         self.command(p, session_id, |j| {
             Ok(Plan::of(
                 vec![terminal_draft(j.run_at(run_id)?, &terminal)],

@@ -58,6 +58,7 @@ impl<S: Store + 'static> Engine<S> {
                 | EngineError::UnknownRun
                 | EngineError::UnknownToolCall
                 | EngineError::UnknownInterrupt
+                | EngineError::NothingRunning
                 | EngineError::RevisionConflict { .. }
         );
         if !decided_on_state {

@@ -1,7 +1,7 @@
 //! Session-scope commands: create a session, record a user message,
 //! append an event of any profile, start a workflow.
 
-use narad_store::{Batch, Expect, SideSpace, Store, StoreError, StoredEvent};
+use narad_store::{Batch, Expect, SideSpace, Store, StoreError};
 use serde_json::{json, Value};
 
 use crate::command_loop::{side, strip_nulls, Plan};
@@ -72,13 +72,22 @@ impl<S: Store + 'static> Engine<S> {
     }
 
     /// The `message` command: `message.user.recorded` at session scope.
+    /// `content` is the text (`&str`, `String`, or a JSON string value).
     /// Returns the `messageId`.
+    ///
+    /// ```
+    /// # async fn demo(engine: narad_engine::Engine<narad_store_redb::RedbStore>,
+    /// #   me: narad_engine::Principal, sid: String) -> Result<(), narad_engine::EngineError> {
+    /// let id = engine.message(&me, &sid, "Find me a flight to Lisbon.").await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn message(
         &self,
         p: &Principal,
         session_id: &str,
-        content: Value,
+        content: impl Into<Value>,
     ) -> Result<String, EngineError> {
+        let content: Value = content.into();
         let id = self.inner.ids.next_id("msg");
         self.command(p, session_id, |_| {
             Ok(Plan::of(
@@ -94,42 +103,6 @@ impl<S: Store + 'static> Engine<S> {
         Ok(id)
     }
 
-    /// Appends one event of any profile (conversation, attachments,
-    /// artifacts, state, ui, view, progress, extensions, trace, debug,
-    /// workflow steps and edges, ...). The engine fills the envelope and
-    /// every sequence; `body` holds the type's own fields. The checker
-    /// refuses it if it breaks a rule; an inactive profile is refused.
-    pub async fn append(
-        &self,
-        p: &Principal,
-        session_id: &str,
-        event_type: &str,
-        scope: EventScope,
-        body: Value,
-    ) -> Result<StoredEvent, EngineError> {
-        let Some(info) = narad_core::registry::lookup(event_type) else {
-            return Err(EngineError::InvalidCommand(format!(
-                "unknown event type `{event_type}`"
-            )));
-        };
-        if !body.is_object() {
-            return Err(EngineError::InvalidCommand("body must be an object".into()));
-        }
-        let (_, mut events) = self
-            .command(p, session_id, |j| {
-                let at = match &scope {
-                    EventScope::Session => At::Session,
-                    EventScope::Run(r) => j.run_at(r)?,
-                    EventScope::Workflow(w) => At::Workflow(w.clone()),
-                };
-                Ok(Plan::of(vec![Draft::new(info.name, at, body.clone())], ()))
-            })
-            .await?;
-        events
-            .pop()
-            .ok_or_else(|| EngineError::InvalidCommand("nothing appended".into()))
-    }
-
     /// Starts a workflow (the session slot, §3.1).
     pub async fn start_workflow(
         &self,
@@ -139,12 +112,16 @@ impl<S: Store + 'static> Engine<S> {
         default_client_executor_id: Option<String>,
     ) -> Result<String, EngineError> {
         let wf = workflow_id.unwrap_or_else(|| self.inner.ids.next_id("workflow"));
-        self.append(
+        let body = strip_nulls(json!({ "defaultClientExecutorId": default_client_executor_id }));
+        let Value::Object(body) = body else {
+            return Err(EngineError::InvalidCommand("workflow body".into()));
+        };
+        self.append_body(
             p,
             session_id,
             "workflow.started",
-            EventScope::Workflow(wf.clone()),
-            strip_nulls(json!({ "defaultClientExecutorId": default_client_executor_id })),
+            &EventScope::Workflow(wf.clone()),
+            body,
         )
         .await?;
         Ok(wf)

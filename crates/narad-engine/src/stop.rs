@@ -17,7 +17,9 @@ impl<S: Store + 'static> Engine<S> {
     /// engine's policy, deepest runs first: open tool calls finish as
     /// `cancelled`, an open interrupt resolves (`stop`, `cancel` or `deny`
     /// when offered, else `expired`), a pause resumes, and each run ends
-    /// with `run.cancelled`. All of it is one atomic batch.
+    /// with `run.cancelled`. All of it is one atomic batch. Returns the
+    /// stopped run. `StopTarget::ActiveRoot` with no active top-level run
+    /// is refused as `nothing_running`.
     pub async fn stop(
         &self,
         p: &Principal,
@@ -35,8 +37,8 @@ impl<S: Store + 'static> Engine<S> {
                             .checker
                             .workflow(s, w)
                             .and_then(|w| w.active_top_run.clone())
-                            .ok_or(EngineError::UnknownRun)?,
-                        None => return Err(EngineError::UnknownRun),
+                            .ok_or(EngineError::NothingRunning)?,
+                        None => return Err(EngineError::NothingRunning),
                     },
                 };
                 let mut drafts = vec![Draft::new(

@@ -92,6 +92,49 @@ impl<S: Store> Follow<S> {
     }
 }
 
+/// One followed event, typed: the parsed authority record together with
+/// the exact stored bytes (for replay identity and forwarding).
+#[derive(Debug, Clone)]
+pub struct FollowItem {
+    /// The stored event: exact bytes and positions.
+    pub event: StoredEvent,
+    /// The parsed record (envelope and typed payload).
+    pub record: narad_core::AuthorityEvent,
+}
+
+impl<S: Store> Follow<S> {
+    /// [`Follow::next`], parsed: the typed record with its exact bytes.
+    /// Stored bytes that do not parse as authority are a store error
+    /// (the store holds checked events only).
+    ///
+    /// ```
+    /// # async fn demo(engine: narad_engine::Engine<narad_store_redb::RedbStore>,
+    /// #   me: narad_engine::Principal, sid: String) -> Result<(), narad_engine::EngineError> {
+    /// let mut live = engine.attach(&me, &sid).await?.follow;
+    /// while let Some(item) = live.next_item().await? {
+    ///     println!("{} at {}", item.record.envelope.event_id, item.event.position.session_sequence);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn next_item(&mut self) -> Result<Option<FollowItem>, EngineError> {
+        let Some(event) = self.next().await? else {
+            return Ok(None);
+        };
+        match narad_core::Validator::default().parse(&event.bytes) {
+            Ok(narad_core::Parsed::Record {
+                record: narad_core::Record::Authority(record),
+                ..
+            }) => Ok(Some(FollowItem { event, record })),
+            _ => Err(EngineError::Store(narad_store::StoreError::Backend(
+                format!(
+                    "stored event {} of session {} does not parse as authority",
+                    event.position.session_sequence, self.session_id
+                ),
+            ))),
+        }
+    }
+}
+
 /// Whether stored event bytes are a trace or debug profile event. Bytes
 /// that do not parse are not hidden (the store holds checked events only).
 pub(crate) fn is_debug_event(bytes: &[u8]) -> bool {

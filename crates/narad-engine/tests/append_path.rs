@@ -155,6 +155,7 @@ async fn an_append_that_applied_but_lost_its_answer_is_resolved_not_refused() {
             actions: vec!["approve".into(), "deny".into()],
             input: None,
             expires_at: None,
+            title: None,
         },
     )
     .await

@@ -208,6 +208,7 @@ async fn script(e: &Engine<Faulty>, sid: &str, acked: &mut Acked) {
         actions: vec!["approve".into()],
         input: None,
         expires_at: None,
+        title: None,
     };
     if let Some((iid, _)) = noted(acked, e.request_interrupt(&me(), sid, interrupt).await) {
         acked.interrupts.push(iid.clone());

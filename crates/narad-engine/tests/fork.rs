@@ -54,7 +54,7 @@ async fn scenario<S: Store + 'static>(store: S) {
         ..NewSession::default()
     };
     e.create_session(&me(), new).await.unwrap();
-    e.message(&me(), "src", "first turn".into()).await.unwrap();
+    e.message(&me(), "src", "first turn").await.unwrap();
     let Started::Running(run) = e
         .start_run(&me(), "src", StartRun::default())
         .await
@@ -72,6 +72,7 @@ async fn scenario<S: Store + 'static>(store: S) {
                 actions: vec!["approve".into(), "deny".into()],
                 input: None,
                 expires_at: None,
+                title: None,
             },
         )
         .await
@@ -148,10 +149,11 @@ async fn scenario<S: Store + 'static>(store: S) {
     assert_eq!(listed, vec![(fork.clone(), open.id.clone())]);
     let mut deny = resolve(open.id.clone());
     deny.decision = "deny".into();
-    assert_eq!(e.resolve_interrupt(&me(), deny).await.unwrap(), fork);
-    e.message(&me(), &fork, "another path".into())
-        .await
-        .unwrap();
+    assert_eq!(
+        e.resolve_interrupt(&me(), deny).await.unwrap().session_id,
+        fork
+    );
+    e.message(&me(), &fork, "another path").await.unwrap();
     e.end_run(&me(), &fork, &run, done()).await.unwrap();
     replay(&journal(e.store(), &fork).await);
     assert_eq!(journal(e.store(), "src").await, source);

@@ -255,6 +255,7 @@ async fn interrupted<S: Store + 'static>(e: &Engine<S>, sid: &str, run: &str) ->
             actions: vec!["approve".into(), "deny".into()],
             input: None,
             expires_at: None,
+            title: None,
         },
     )
     .await
@@ -309,8 +310,9 @@ async fn interrupts_pause_adjacently_and_resolve_by_id_alone() {
         .resolve_interrupt(&me(), resolve("approve", Some(3)))
         .await
         .unwrap();
-    assert_eq!(found, sid);
-    refused(&e, &sid, "unknown_interrupt", async {
+    assert_eq!(found.session_id, sid);
+    assert_eq!(found.decision, "approve");
+    refused(&e, &sid, "interrupt_already_resolved", async {
         e.resolve_interrupt(&me(), resolve("approve", None))
             .await
             .map(|_| ())
@@ -350,6 +352,7 @@ async fn an_interrupt_or_a_terminal_while_paused_is_refused() {
                 actions: vec!["ok".into()],
                 input: None,
                 expires_at: None,
+                title: None,
             },
         )
         .await
@@ -545,6 +548,7 @@ async fn workflows_run_their_lifecycle_with_workflow_scope_interrupts() {
                 actions: vec!["go".into()],
                 input: None,
                 expires_at: None,
+                title: None,
             },
         )
         .await
@@ -601,6 +605,7 @@ async fn interrupts_expire_on_the_engine_clock_even_after_a_restart() {
                     actions: vec!["approve".into()],
                     input: None,
                     expires_at: Some(clock.now() + std::time::Duration::from_secs(60)),
+                    title: None,
                 },
             )
             .await
@@ -645,6 +650,7 @@ async fn hitl_members_must_fold_to_the_decision() {
                 actions: vec!["approve".into(), "deny".into(), "stop".into()],
                 input: Some(json!({"members": [{"requestId": "a"}, {"requestId": "b"}]})),
                 expires_at: None,
+                title: None,
             },
         )
         .await

@@ -56,6 +56,7 @@ async fn fill<S: Store + 'static>(e: &Engine<S>) -> (String, String) {
                 actions: vec!["approve".into()],
                 input: None,
                 expires_at: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_790_000_000)),
+                title: None,
             },
         )
         .await
@@ -150,7 +151,7 @@ async fn delete_scenario<S: Store + 'static>(store: S) {
         .contains(&"busy".to_owned()));
 
     // The id is refused from now on, for commands and for a new session.
-    let refused = e.message(&me(), "busy", "hello".into()).await.unwrap_err();
+    let refused = e.message(&me(), "busy", "hello").await.unwrap_err();
     assert_eq!(refused, EngineError::Store(StoreError::SessionDeleted));
     let again = e.create_session(&me(), new("busy")).await.unwrap_err();
     assert_eq!(again.code(), "session_deleted");
@@ -161,7 +162,7 @@ async fn delete_scenario<S: Store + 'static>(store: S) {
     assert!(page.open.is_empty(), "{page:?}");
 
     // The neighbour is intact, has no open work and goes on.
-    e.message(&me(), "idle", "still here".into()).await.unwrap();
+    e.message(&me(), "idle", "still here").await.unwrap();
     let idle_head = e.store().head("idle").await.unwrap();
     let gone = e.delete_session(&me(), "idle", false).await.unwrap();
     assert_eq!((gone.events, gone.open.is_empty()), (idle_head, true));

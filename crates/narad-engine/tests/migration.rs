@@ -93,6 +93,7 @@ async fn fill(e: &Engine<RedbStore>) -> Open {
                 actions: vec!["approve".into(), "deny".into()],
                 input: None,
                 expires_at: None,
+                title: None,
             },
         )
         .await

@@ -128,6 +128,7 @@ async fn drive(e: Engine<RedbStore>, cmds: Vec<Cmd>) -> (String, usize, usize) {
                             actions: vec!["approve".into(), "deny".into()],
                             input: None,
                             expires_at: None,
+                            title: None,
                         },
                     )
                     .await

@@ -84,6 +84,7 @@ async fn open_interrupts_pages_the_index_and_survives_a_restart() {
                     actions: vec!["approve".into(), "deny".into()],
                     input: None,
                     expires_at: Some(expires),
+                    title: None,
                 },
             )
             .await

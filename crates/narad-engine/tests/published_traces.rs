@@ -225,6 +225,7 @@ async fn drive(e: &Engine<RedbStore>, trace: &[Value]) -> String {
                             actions: serde_json::from_value(ev["actions"].clone()).unwrap(),
                             input: ev.get("input").cloned(),
                             expires_at: None,
+                            title: None,
                         },
                     )
                     .await

@@ -50,9 +50,7 @@ async fn retention_deletes_by_age_and_count_and_keeps_open_work() {
         create(&e, sid, "b").await;
         clock.advance(Duration::from_secs(60));
     }
-    e.message(&me(), "b-1", "newest activity".into())
-        .await
-        .unwrap();
+    e.message(&me(), "b-1", "newest activity").await.unwrap();
 
     let by_age = RetentionPolicy {
         max_idle: Some(Duration::from_secs(7 * 86_400)),

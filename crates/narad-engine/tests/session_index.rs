@@ -57,7 +57,7 @@ async fn step<S: Store + 'static>(
         .and_then(|x| x.active_execution)
         .map(|a| a.id);
     let _ = match rng.next(9) {
-        0 => e.message(&me(), &sid, "hi".into()).await.map(|_| ()),
+        0 => e.message(&me(), &sid, "hi").await.map(|_| ()),
         1 | 2 => {
             let start = StartRun {
                 queue_if_busy: rng.next(2) == 0,
@@ -73,6 +73,7 @@ async fn step<S: Store + 'static>(
                     actions: vec!["approve".into()],
                     input: None,
                     expires_at: None,
+                    title: None,
                 };
                 e.request_interrupt(&me(), &sid, i).await.map(|_| ())
             }
@@ -328,7 +329,7 @@ async fn an_archived_session_refuses_commands_serves_reads_and_is_announced() {
     let entry = e.index_entry(&sid).await.unwrap().unwrap();
     assert_eq!(entry.status, SessionStatus::Archived);
     for err in [
-        e.message(&me(), &sid, "late".into()).await.unwrap_err(),
+        e.message(&me(), &sid, "late").await.unwrap_err(),
         e.start_run(&me(), &sid, StartRun::default())
             .await
             .map(|_| ())
@@ -477,6 +478,7 @@ async fn the_inbox_loads_only_sessions_awaiting_input() {
             actions: vec!["approve".into()],
             input: None,
             expires_at: None,
+            title: None,
         };
         let (iid, _) = e.request_interrupt(&me(), &sid, i_req).await.unwrap();
         if i == 3 {

@@ -102,6 +102,7 @@ fn interrupt(run: &str, expires: std::time::SystemTime) -> Interrupt {
         actions: vec!["approve".into(), "deny".into()],
         input: None,
         expires_at: Some(expires),
+        title: None,
     }
 }
 

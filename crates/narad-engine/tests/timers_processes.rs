@@ -125,6 +125,7 @@ async fn fill<S: Store + 'static>(store: S) -> Vec<String> {
                 actions: vec!["approve".into()],
                 input: None,
                 expires_at: Some(due),
+                title: None,
             };
             e.request_interrupt(&me(), &sid, interrupt).await.unwrap();
         } else {

@@ -3,7 +3,7 @@
 //! store at a path and a [`Tamper`] that damages the closed store's rows
 //! the way only a raw writer can (the backend's own tables, bypassing the
 //! store). Every read must then answer a typed
-//! [`StoreError::Corrupt`](crate::StoreError::Corrupt) naming the session
+//! [`StoreError::Corrupt`] naming the session
 //! and position, and no paging loop may run without end.
 //!
 //! ```text

@@ -9,7 +9,8 @@
 //! | `sqlite:PATH` | `narad_store_sqlite::SqliteStore` (feature `sqlite`) |
 //! | `postgres://…[?schema=NAME]` | `narad_store_postgres::PostgresStore` (feature `postgres`; schema `narad` by default) |
 //!
-//! A bare path (no scheme) means `redb:`.
+//! A bare path (no scheme) is refused: the backend is never guessed.
+//! Failures to open are an [`OpenError`] that names the path.
 //!
 //! Each backend is a cargo feature: `redb` (default), `sqlite` and
 //! `postgres`. A redb-only embedder compiles neither rusqlite nor the
@@ -35,6 +36,11 @@ use narad_store_postgres::PostgresStore;
 use narad_store_redb::RedbStore;
 #[cfg(feature = "sqlite")]
 use narad_store_sqlite::SqliteStore;
+use std::path::Path;
+
+mod open_error;
+use open_error::classify;
+pub use open_error::{OpenError, SCHEMES};
 
 #[cfg(not(any(feature = "redb", feature = "sqlite", feature = "postgres")))]
 compile_error!("narad-stores needs at least one backend feature: redb, sqlite or postgres");
@@ -73,20 +79,24 @@ pub enum StoreUrl {
 }
 
 impl StoreUrl {
-    /// Parses `redb:PATH`, `sqlite:PATH` or a bare path (redb).
+    /// Parses `redb:PATH`, `sqlite:PATH` or `postgres://…`.
     ///
     /// ```
     /// use narad_stores::StoreUrl;
     /// assert_eq!(StoreUrl::parse("sqlite:a.db").unwrap(), StoreUrl::Sqlite("a.db".into()));
-    /// assert_eq!(StoreUrl::parse("x.redb").unwrap(), StoreUrl::Redb("x.redb".into()));
+    /// assert!(StoreUrl::parse("x.sqlite").is_err()); // no scheme: refused
+    /// assert!(StoreUrl::parse("sqlite::memory:").is_err());
     /// assert_eq!(
     ///     StoreUrl::parse("postgres://h/db?schema=agents").unwrap(),
     ///     StoreUrl::Postgres("postgres://h/db".into(), "agents".into())
     /// );
     /// assert!(StoreUrl::parse("mysql://h/db").is_err());
     /// ```
-    pub fn parse(url: &str) -> Result<Self, StoreError> {
-        let bad = |why: &str| StoreError::Backend(format!("store URL `{url}`: {why}"));
+    pub fn parse(url: &str) -> Result<Self, OpenError> {
+        let bad = |why: &'static str| OpenError::InvalidUrl {
+            url: url.to_owned(),
+            why,
+        };
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let (base, query) = url.split_once('?').unwrap_or((url, ""));
             let mut schema = "narad".to_owned();
@@ -105,6 +115,10 @@ impl StoreUrl {
             return Ok(Self::Postgres(conn, schema));
         }
         match url.split_once(':') {
+            Some(("sqlite", p)) if p == ":memory:" || p.starts_with(":memory") => Err(bad(
+                "an in-memory SQLite store is not supported (each pooled connection \
+                 would see its own empty database); use sqlite:PATH",
+            )),
             Some(("redb", p)) if !p.is_empty() => Ok(Self::Redb(p.to_owned())),
             Some(("sqlite", p)) if !p.is_empty() => Ok(Self::Sqlite(p.to_owned())),
             Some(("redb" | "sqlite", _)) => Err(bad("the path is empty")),
@@ -112,7 +126,7 @@ impl StoreUrl {
                 "unsupported scheme (use redb:PATH, sqlite:PATH or postgres://…)",
             )),
             _ if url.is_empty() => Err(bad("empty")),
-            _ => Ok(Self::Redb(url.to_owned())),
+            _ => Err(bad("no scheme (a bare path is not opened as any backend)")),
         }
     }
 }
@@ -129,18 +143,36 @@ impl StoreUrl {
 }
 
 /// Opens (or creates) the store a URL names. For commands that write.
-pub async fn open(url: &str) -> Result<AnyStore, StoreError> {
+///
+/// ```
+/// # async fn demo() {
+/// let err = narad_stores::open("narad.redb").await.unwrap_err(); // no scheme
+/// assert_eq!(err.code(), "invalid_url");
+/// assert!(err.to_string().contains("sqlite:PATH"));
+/// # }
+/// ```
+pub async fn open(url: &str) -> Result<AnyStore, OpenError> {
     Ok(match StoreUrl::parse(url)? {
         #[cfg(feature = "redb")]
-        StoreUrl::Redb(p) => AnyStore::Redb(RedbStore::open(p).await?),
+        StoreUrl::Redb(p) => AnyStore::Redb(
+            RedbStore::open(&p)
+                .await
+                .map_err(|e| classify(Path::new(&p), "redb", e))?,
+        ),
         #[cfg(feature = "sqlite")]
-        StoreUrl::Sqlite(p) => AnyStore::Sqlite(SqliteStore::open(p).await?),
+        StoreUrl::Sqlite(p) => AnyStore::Sqlite(
+            SqliteStore::open(&p)
+                .await
+                .map_err(|e| classify(Path::new(&p), "sqlite", e))?,
+        ),
         #[cfg(feature = "postgres")]
-        StoreUrl::Postgres(url, schema) => {
-            AnyStore::Postgres(PostgresStore::open(&url, &schema).await?)
-        }
+        StoreUrl::Postgres(url, schema) => AnyStore::Postgres(
+            PostgresStore::open(&url, &schema)
+                .await
+                .map_err(OpenError::Store)?,
+        ),
         #[allow(unreachable_patterns)]
-        other => return Err(not_compiled(other.backend())),
+        other => return Err(OpenError::Store(not_compiled(other.backend()))),
     })
 }
 
@@ -155,18 +187,32 @@ pub async fn open(url: &str) -> Result<AnyStore, StoreError> {
 /// assert_eq!(err.code(), "not_found");
 /// # }
 /// ```
-pub async fn open_existing(url: &str) -> Result<AnyStore, StoreError> {
+pub async fn open_existing(url: &str) -> Result<AnyStore, OpenError> {
     Ok(match StoreUrl::parse(url)? {
         #[cfg(feature = "redb")]
-        StoreUrl::Redb(p) => AnyStore::Redb(RedbStore::open_existing(p).await?),
+        StoreUrl::Redb(p) => AnyStore::Redb(
+            RedbStore::open_existing(&p)
+                .await
+                .map_err(|e| classify(Path::new(&p), "redb", e))?,
+        ),
         #[cfg(feature = "sqlite")]
-        StoreUrl::Sqlite(p) => AnyStore::Sqlite(SqliteStore::open_existing(p).await?),
+        StoreUrl::Sqlite(p) => AnyStore::Sqlite(
+            SqliteStore::open_existing(&p)
+                .await
+                .map_err(|e| classify(Path::new(&p), "sqlite", e))?,
+        ),
         #[cfg(feature = "postgres")]
         StoreUrl::Postgres(url, schema) => {
-            AnyStore::Postgres(PostgresStore::open_existing(&url, &schema).await?)
+            match PostgresStore::open_existing(&url, &schema).await {
+                Ok(s) => AnyStore::Postgres(s),
+                Err(StoreError::NotFound { path }) => {
+                    return Err(OpenError::NotFound { path: path.into() })
+                }
+                Err(e) => return Err(OpenError::Store(e)),
+            }
         }
         #[allow(unreachable_patterns)]
-        other => return Err(not_compiled(other.backend())),
+        other => return Err(OpenError::Store(not_compiled(other.backend()))),
     })
 }
 

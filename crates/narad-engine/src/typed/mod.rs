@@ -1,0 +1,61 @@
+//! The typed layer over the engine's commands and reads: what agent
+//! runtimes emit (streamed text and reasoning, progress, state and UI
+//! documents, extensions, usage) without hand-written protocol JSON, and
+//! the reduced state as Rust types.
+
+pub(crate) mod commands;
+pub(crate) mod envelope;
+pub(crate) mod patch;
+pub(crate) mod state;
+pub(crate) mod usage;
+
+use narad_store::{Store, StoredEvent};
+use serde_json::{Map, Value};
+
+use crate::command_loop::Plan;
+use crate::command_types::EventScope;
+use crate::engine::Engine;
+use crate::error::EngineError;
+use crate::host::Principal;
+use crate::journal::{At, Draft};
+
+impl<S: Store + 'static> Engine<S> {
+    /// Appends one event of `event_type` at `scope` with `body` (its own
+    /// fields, already checked): the one path of the typed commands and of
+    /// [`Engine::append`].
+    pub(crate) async fn append_body(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        event_type: &'static str,
+        scope: &EventScope,
+        body: Map<String, Value>,
+    ) -> Result<StoredEvent, EngineError> {
+        let (_, mut events) = self
+            .command(p, session_id, |j| {
+                let at = match scope {
+                    EventScope::Session => At::Session,
+                    EventScope::Run(r) => j.run_at(r)?,
+                    EventScope::Workflow(w) => At::Workflow(w.clone()),
+                };
+                Ok(Plan::of(
+                    vec![Draft::new(event_type, at, Value::Object(body.clone()))],
+                    (),
+                ))
+            })
+            .await?;
+        events
+            .pop()
+            .ok_or_else(|| EngineError::InvalidCommand("nothing was appended".into()))
+    }
+}
+
+/// Serializes a typed body into the field map of an event.
+pub(crate) fn body_of<T: serde::Serialize>(v: &T) -> Result<Map<String, Value>, EngineError> {
+    match serde_json::to_value(v) {
+        Ok(Value::Object(m)) => Ok(m),
+        _ => Err(EngineError::InvalidCommand(
+            "the body does not serialize to a JSON object".into(),
+        )),
+    }
+}
