@@ -28,19 +28,23 @@ impl<S: Store + 'static> Engine<S> {
         session_id: &str,
         labels: BTreeMap<String, String>,
     ) -> Result<(), EngineError> {
-        self.authorize(
-            p,
-            Action::Write {
-                session_id,
-                event_type: LABEL_ACTION,
-            },
-        )?;
-        self.rewrite_meta(session_id, None, |m| {
-            if m.archived {
-                return Err(EngineError::SessionArchived);
-            }
-            m.labels = labels.clone();
-            Ok(())
+        let session = session_id.to_owned();
+        crate::telemetry::traced("set_labels", &session, async {
+            self.authorize(
+                p,
+                Action::Write {
+                    session_id,
+                    event_type: LABEL_ACTION,
+                },
+            )?;
+            self.rewrite_meta(session_id, None, |m| {
+                if m.archived {
+                    return Err(EngineError::SessionArchived);
+                }
+                m.labels = labels.clone();
+                Ok(())
+            })
+            .await
         })
         .await
     }
@@ -52,16 +56,20 @@ impl<S: Store + 'static> Engine<S> {
     /// archived (its work could never finish): `session_has_open_work`.
     /// Archiving an archived session changes nothing.
     pub async fn archive(&self, p: &Principal, session_id: &str) -> Result<(), EngineError> {
-        self.authorize(
-            p,
-            Action::Write {
-                session_id,
-                event_type: ARCHIVE_ACTION,
-            },
-        )?;
-        self.rewrite_meta(session_id, Some("session.archived"), |m| {
-            m.archived = true;
-            Ok(())
+        let session = session_id.to_owned();
+        crate::telemetry::traced("archive", &session, async {
+            self.authorize(
+                p,
+                Action::Write {
+                    session_id,
+                    event_type: ARCHIVE_ACTION,
+                },
+            )?;
+            self.rewrite_meta(session_id, Some("session.archived"), |m| {
+                m.archived = true;
+                Ok(())
+            })
+            .await
         })
         .await
     }

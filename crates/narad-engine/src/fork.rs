@@ -77,100 +77,108 @@ impl<S: Store + 'static> Engine<S> {
         session_id: &str,
         through: u64,
     ) -> Result<String, EngineError> {
-        self.authorize(p, Action::Read { session_id })?;
-        self.authorize(p, Action::CreateSession)?;
-        let src = self.meta(session_id).await?;
-        let store = &*self.inner.store;
-        let head = store.head(session_id).await?;
-        if through == 0 || through > head {
-            return Err(EngineError::InvalidCommand(format!(
-                "the session has {head} events; fork through 1..={head}"
-            )));
-        }
-        let new_sid = self.inner.ids.next_id("session");
-        let meta = Meta {
-            profiles: src.profiles,
-            workspace_id: src.workspace_id.clone(),
-            created_at: Some(timestamp(self.inner.clock.now())),
-            labels: src.labels.clone(),
-            archived: false,
-            origin: Some((session_id.to_owned(), through)),
-        };
-        let mut j = Journal::new(&new_sid, meta.clone());
-        let mut interrupts: BTreeMap<String, String> = BTreeMap::new();
-        let mut events: Vec<StoredEvent> = Vec::new();
-        let mut cursor = 0u64;
-        while cursor < through {
-            let want = usize::try_from(through - cursor)
-                .unwrap_or(usize::MAX)
-                .min(1024);
-            let page = store.read_session(session_id, cursor, want).await?;
-            if page.events.is_empty() {
-                narad_store::row::advance(session_id, cursor, cursor)?;
+        let session = session_id.to_owned();
+        crate::telemetry::traced("fork", &session, async {
+            self.authorize(p, Action::Read { session_id })?;
+            self.authorize(p, Action::CreateSession)?;
+            let src = self.meta(session_id).await?;
+            let store = &*self.inner.store;
+            let head = store.head(session_id).await?;
+            if through == 0 || through > head {
+                return Err(EngineError::InvalidCommand(format!(
+                    "the session has {head} events; fork through 1..={head}"
+                )));
             }
-            for ev in &page.events {
-                cursor =
-                    narad_store::row::advance(session_id, cursor, ev.position.session_sequence)?;
-                let bytes = self.reidentify(&ev.bytes, &new_sid, &mut interrupts)?;
-                let parsed = j.validator.parse(&bytes).map_err(|e| {
-                    EngineError::InvalidCommand(format!(
-                        "forked event {cursor}: {}",
-                        e.code.as_str()
-                    ))
-                })?;
-                let Parsed::Record {
-                    record: Record::Authority(ae),
-                    ..
-                } = parsed
-                else {
-                    return Err(EngineError::InvalidCommand(format!(
-                        "forked event {cursor} is not an authority event"
-                    )));
-                };
-                j.checker
-                    .push(&Record::Authority(ae.clone()))
-                    .map_err(|r| EngineError::Rejected {
-                        code: r.code,
-                        section: r.section,
-                        message: format!("forked event {cursor}: {}", r.message),
+            let new_sid = self.inner.ids.next_id("session");
+            let meta = Meta {
+                profiles: src.profiles,
+                workspace_id: src.workspace_id.clone(),
+                created_at: Some(timestamp(self.inner.clock.now())),
+                labels: src.labels.clone(),
+                archived: false,
+                origin: Some((session_id.to_owned(), through)),
+            };
+            let mut j = Journal::new(&new_sid, meta.clone());
+            let mut interrupts: BTreeMap<String, String> = BTreeMap::new();
+            let mut events: Vec<StoredEvent> = Vec::new();
+            let mut cursor = 0u64;
+            while cursor < through {
+                let want = usize::try_from(through - cursor)
+                    .unwrap_or(usize::MAX)
+                    .min(1024);
+                let page = store.read_session(session_id, cursor, want).await?;
+                if page.events.is_empty() {
+                    narad_store::row::advance(session_id, cursor, cursor)?;
+                }
+                for ev in &page.events {
+                    cursor = narad_store::row::advance(
+                        session_id,
+                        cursor,
+                        ev.position.session_sequence,
+                    )?;
+                    let bytes = self.reidentify(&ev.bytes, &new_sid, &mut interrupts)?;
+                    let parsed = j.validator.parse(&bytes).map_err(|e| {
+                        EngineError::InvalidCommand(format!(
+                            "forked event {cursor}: {}",
+                            e.code.as_str()
+                        ))
                     })?;
-                j.note_expiry(&bytes);
-                events.push(StoredEvent::from(&ae));
+                    let Parsed::Record {
+                        record: Record::Authority(ae),
+                        ..
+                    } = parsed
+                    else {
+                        return Err(EngineError::InvalidCommand(format!(
+                            "forked event {cursor} is not an authority event"
+                        )));
+                    };
+                    j.checker
+                        .push(&Record::Authority(ae.clone()))
+                        .map_err(|r| EngineError::Rejected {
+                            code: r.code,
+                            section: r.section,
+                            message: format!("forked event {cursor}: {}", r.message),
+                        })?;
+                    j.note_expiry(&bytes);
+                    events.push(StoredEvent::from(&ae));
+                }
             }
-        }
-        let mut batch = Batch {
-            session_id: new_sid.clone(),
-            expected_head: 0,
-            events,
-            ..Batch::default()
-        };
-        batch.side.push(side(
-            SideSpace::Session,
-            &new_sid,
-            Expect::Absent,
-            meta.encode(),
-        ));
-        for iid in interrupts.values() {
+            let mut batch = Batch {
+                session_id: new_sid.clone(),
+                expected_head: 0,
+                events,
+                ..Batch::default()
+            };
             batch.side.push(side(
-                SideSpace::Interrupt,
-                iid,
+                SideSpace::Session,
+                &new_sid,
                 Expect::Absent,
-                new_sid.clone().into_bytes(),
+                meta.encode(),
             ));
-        }
-        let (timers, _) = self.timer_writes(&j, &batch.events, &[]).await?;
-        batch.side.extend(timers);
-        let entry = SessionEntry::of(&j, &meta, through, batch.events.last().and_then(event_time));
-        batch.side.push(entry.write()?);
-        j.appended(&batch.events);
-        self.append_watch(
-            batch,
-            meta.workspace_id.as_deref(),
-            "session.created",
-            &new_sid,
-        )
-        .await?;
-        Ok(new_sid)
+            for iid in interrupts.values() {
+                batch.side.push(side(
+                    SideSpace::Interrupt,
+                    iid,
+                    Expect::Absent,
+                    new_sid.clone().into_bytes(),
+                ));
+            }
+            let (timers, _) = self.timer_writes(&j, &batch.events, &[]).await?;
+            batch.side.extend(timers);
+            let entry =
+                SessionEntry::of(&j, &meta, through, batch.events.last().and_then(event_time));
+            batch.side.push(entry.write()?);
+            j.appended(&batch.events);
+            self.append_watch(
+                batch,
+                meta.workspace_id.as_deref(),
+                "session.created",
+                &new_sid,
+            )
+            .await?;
+            Ok(new_sid)
+        })
+        .await
     }
 
     /// One source event as the fork's: its session id, a fresh event id,

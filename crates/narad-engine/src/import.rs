@@ -35,59 +35,63 @@ impl<S: Store + 'static> Engine<S> {
         p: &Principal,
         records: &[Vec<u8>],
     ) -> Result<(String, u64), EngineError> {
-        self.authorize(p, Action::CreateSession)?;
-        let events = parse(records)?;
-        let Some(first) = events.first() else {
-            return Err(EngineError::InvalidCommand("nothing to import".into()));
-        };
-        let sid = first.envelope.session_id.clone();
-        if events.iter().any(|e| e.envelope.session_id != sid) {
-            return Err(EngineError::InvalidCommand(
-                "one import holds one session".into(),
-            ));
-        }
-        // Every type is authorized (the trace/debug gate included), each once.
-        let types: std::collections::BTreeSet<&str> = events
-            .iter()
-            .map(|ev| {
-                ev.wire
-                    .json()
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-            })
-            .collect();
-        for event_type in types {
-            self.authorize(
-                p,
-                Action::Write {
-                    session_id: &sid,
-                    event_type,
-                },
-            )?;
-        }
-        let cell = self.cell(&sid);
-        let mut slot = cell.lock().await;
-        let mut reloads = 0;
-        loop {
-            // The cached journal is taken out: it goes back only if it
-            // matches the store after this slice.
-            let (j, new_session) = match slot.take() {
-                Some(j) => (j, false),
-                None => self.load_for_import(&sid).await?,
+        let session = String::new();
+        crate::telemetry::traced("import", &session, async {
+            self.authorize(p, Action::CreateSession)?;
+            let events = parse(records)?;
+            let Some(first) = events.first() else {
+                return Err(EngineError::InvalidCommand("nothing to import".into()));
             };
-            let held = j.head;
-            match self.import_into(j, &events, new_session).await {
-                Ok((j, n)) => {
-                    *slot = j;
-                    return Ok((sid, n));
-                }
-                Err(e) if reloads < RELOADS && self.lost_race(held, &sid, &e).await? => {
-                    reloads += 1;
-                }
-                Err(e) => return Err(e),
+            let sid = first.envelope.session_id.clone();
+            if events.iter().any(|e| e.envelope.session_id != sid) {
+                return Err(EngineError::InvalidCommand(
+                    "one import holds one session".into(),
+                ));
             }
-        }
+            // Every type is authorized (the trace/debug gate included), each once.
+            let types: std::collections::BTreeSet<&str> = events
+                .iter()
+                .map(|ev| {
+                    ev.wire
+                        .json()
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                })
+                .collect();
+            for event_type in types {
+                self.authorize(
+                    p,
+                    Action::Write {
+                        session_id: &sid,
+                        event_type,
+                    },
+                )?;
+            }
+            let cell = self.cell(&sid);
+            let mut slot = cell.lock().await;
+            let mut reloads = 0;
+            loop {
+                // The cached journal is taken out: it goes back only if it
+                // matches the store after this slice.
+                let (j, new_session) = match slot.take() {
+                    Some(j) => (j, false),
+                    None => self.load_for_import(&sid).await?,
+                };
+                let held = j.head;
+                match self.import_into(j, &events, new_session).await {
+                    Ok((j, n)) => {
+                        *slot = j;
+                        return Ok((sid, n));
+                    }
+                    Err(e) if reloads < RELOADS && self.lost_race(held, &sid, &e).await? => {
+                        reloads += 1;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        })
+        .await
     }
 
     /// The session as stored, or an empty one with all profiles when the

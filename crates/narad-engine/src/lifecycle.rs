@@ -120,18 +120,22 @@ impl<S: Store + 'static> Engine<S> {
         session_id: &str,
         force: bool,
     ) -> Result<Deleted, EngineError> {
-        self.authorize(
-            p,
-            Action::Write {
-                session_id,
-                event_type: DELETE_ACTION,
-            },
-        )?;
-        let out = retry!(self, self.delete_once(session_id, force));
-        // Whatever happened, the cached journal may describe a session
-        // that is gone.
-        self.forget(session_id);
-        out
+        let session = session_id.to_owned();
+        crate::telemetry::traced("delete_session", &session, async {
+            self.authorize(
+                p,
+                Action::Write {
+                    session_id,
+                    event_type: DELETE_ACTION,
+                },
+            )?;
+            let out = retry!(self, self.delete_once(session_id, force));
+            // Whatever happened, the cached journal may describe a session
+            // that is gone.
+            self.forget(session_id);
+            out
+        })
+        .await
     }
 
     async fn delete_once(

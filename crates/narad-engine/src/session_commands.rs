@@ -31,44 +31,50 @@ impl<S: Store + 'static> Engine<S> {
         new: NewSession,
         labels: std::collections::BTreeMap<String, String>,
     ) -> Result<String, EngineError> {
-        self.authorize(p, Action::CreateSession)?;
-        let sid = new
-            .session_id
-            .unwrap_or_else(|| self.inner.ids.next_id("session"));
-        if sid.is_empty() {
-            return Err(EngineError::InvalidCommand("empty session id".into()));
-        }
-        let meta = Meta {
-            profiles: new.profiles.unwrap_or_default(),
-            workspace_id: new.workspace_id,
-            created_at: Some(crate::host::timestamp(self.inner.clock.now())),
-            labels,
-            archived: false,
-            origin: None,
-        };
-        let entry = crate::index::SessionEntry::of(
-            &crate::journal::Journal::new(&sid, meta.clone()),
-            &meta,
-            0,
-            None,
-        );
-        let batch = Batch {
-            session_id: sid.clone(),
-            expected_head: 0,
-            side: vec![
-                side(SideSpace::Session, &sid, Expect::Absent, meta.encode()),
-                entry.write()?,
-            ],
-            ..Batch::default()
-        };
-        match self
-            .append_watch(batch, meta.workspace_id.as_deref(), "session.created", &sid)
-            .await
-        {
-            Ok(_) => Ok(sid),
-            Err(EngineError::Store(StoreError::SideConflict)) => Err(EngineError::SessionExists),
-            Err(e) => Err(e),
-        }
+        let session = new.session_id.as_deref().unwrap_or("").to_owned();
+        crate::telemetry::traced("create_session", &session, async {
+            self.authorize(p, Action::CreateSession)?;
+            let sid = new
+                .session_id
+                .unwrap_or_else(|| self.inner.ids.next_id("session"));
+            if sid.is_empty() {
+                return Err(EngineError::InvalidCommand("empty session id".into()));
+            }
+            let meta = Meta {
+                profiles: new.profiles.unwrap_or_default(),
+                workspace_id: new.workspace_id,
+                created_at: Some(crate::host::timestamp(self.inner.clock.now())),
+                labels,
+                archived: false,
+                origin: None,
+            };
+            let entry = crate::index::SessionEntry::of(
+                &crate::journal::Journal::new(&sid, meta.clone()),
+                &meta,
+                0,
+                None,
+            );
+            let batch = Batch {
+                session_id: sid.clone(),
+                expected_head: 0,
+                side: vec![
+                    side(SideSpace::Session, &sid, Expect::Absent, meta.encode()),
+                    entry.write()?,
+                ],
+                ..Batch::default()
+            };
+            match self
+                .append_watch(batch, meta.workspace_id.as_deref(), "session.created", &sid)
+                .await
+            {
+                Ok(_) => Ok(sid),
+                Err(EngineError::Store(StoreError::SideConflict)) => {
+                    Err(EngineError::SessionExists)
+                }
+                Err(e) => Err(e),
+            }
+        })
+        .await
     }
 
     /// The `message` command: `message.user.recorded` at session scope.

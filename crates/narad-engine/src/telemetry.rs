@@ -40,10 +40,60 @@ pub(crate) const TIMERS_FIRED: &str = "narad_timers_fired_total";
 /// is named without threading a name through each call site.
 pub(crate) fn command_name<F>(_plan: &F) -> &'static str {
     let mut path = std::any::type_name::<F>();
-    while let Some(rest) = path.strip_suffix("::{{closure}}") {
-        path = rest;
+    loop {
+        if let Some(rest) = path.strip_suffix("::{{closure}}") {
+            path = rest;
+        } else if path.ends_with('>') {
+            // A generic function (`message<impl Into<Value>>`): drop its
+            // balanced generic arguments.
+            path = strip_generics(path);
+        } else {
+            break;
+        }
     }
     path.rsplit("::").next().unwrap_or(path)
+}
+
+/// `a::f<B<C>>` → `a::f`; unbalanced input is returned unchanged.
+fn strip_generics(path: &str) -> &str {
+    let mut depth = 0usize;
+    for (i, c) in path.char_indices().rev() {
+        match c {
+            '>' => depth += 1,
+            '<' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return &path[..i];
+                }
+            }
+            _ => {}
+        }
+    }
+    path
+}
+
+/// Runs one command outside the command loop (session creation, import,
+/// lifecycle and client-lease commands) in its `narad.command` span and
+/// counts it by outcome code, as [`crate::Engine`]'s command loop does.
+pub(crate) async fn traced<T>(
+    name: &'static str,
+    session: &str,
+    work: impl std::future::Future<Output = Result<T, crate::EngineError>>,
+) -> Result<T, crate::EngineError> {
+    use tracing::Instrument;
+    let span = tracing::info_span!(
+        SPAN_COMMAND,
+        command = name,
+        session = session,
+        outcome = tracing::field::Empty,
+    );
+    let outcome = work.instrument(span.clone()).await;
+    let code = outcome
+        .as_ref()
+        .map_or_else(crate::EngineError::code, |_| "ok");
+    span.record("outcome", code);
+    metrics::counter!(COMMANDS, "command" => name, "outcome" => code).increment(1);
+    outcome
 }
 
 /// Seconds since `start`, for histograms.
@@ -60,5 +110,14 @@ mod tests {
             super::command_name(&plan)
         }
         assert_eq!(start_run(), "start_run");
+    }
+
+    #[test]
+    fn a_generic_function_is_named_without_its_arguments() {
+        fn message<T: Into<String>>(_t: T) -> &'static str {
+            let plan = |x: u8| x;
+            super::command_name(&plan)
+        }
+        assert_eq!(message("hi"), "message");
     }
 }

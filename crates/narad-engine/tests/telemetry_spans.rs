@@ -140,6 +140,12 @@ async fn a_command_and_its_append_emit_nested_spans_without_protected_data() {
         .iter()
         .map(|s| s.fields["command"].as_str())
         .collect();
+    // Commands outside the command loop get their span too.
+    let created = commands
+        .iter()
+        .find(|s| s.fields.get("command").map(String::as_str) == Some("create_session"))
+        .expect("a narad.command span for create_session");
+    assert_eq!(created.fields["outcome"], "ok");
     for expected in ["start_tool_call", "finish_tool_call", "message"] {
         assert!(
             names.contains(&expected),

@@ -74,68 +74,72 @@ impl<S: Store + 'static> Engine<S> {
         p: &Principal,
         executor: &str,
     ) -> Result<String, EngineError> {
-        self.authorize(
-            p,
-            Action::ClientLease {
-                executor_id: executor,
-                control: "client.attached",
-            },
-        )?;
-        if executor.is_empty() {
-            return Err(EngineError::InvalidCommand("empty clientExecutorId".into()));
-        }
-        self.remember_executor(executor).await?;
-        let lock = self.inner.clients.lock(executor);
-        let _guard = lock.lock().await;
-        let lease = self.inner.ids.next_id("lease");
-        let now = self.inner.clock.now();
-        let expires = now + self.inner.config.lease_ttl;
-        let (rec, resumes) = retry!(self, async {
-            let rec = self.executor(executor).await?;
-            let mut next = rec.clone();
-            next.lease = Some(lease.clone());
-            next.lease_expires = Some(expires);
-            let resumes = std::mem::take(&mut next.paused);
-            let mut side = vec![next.write(executor)?];
-            side.extend(
-                self.move_lease_timer(executor, rec.lease_expires, expires)
-                    .await?,
-            );
-            let batch = narad_store::Batch {
-                side,
-                ..narad_store::Batch::default()
-            };
-            match self.append_resolving(batch).await {
-                Ok(_) => Ok(Attempt::Done((next, resumes))),
-                Err(StoreError::SideConflict) => Ok(Attempt::Again),
-                Err(e) => Err(e.into()),
+        let session = String::new();
+        crate::telemetry::traced("attach_client", &session, async {
+            self.authorize(
+                p,
+                Action::ClientLease {
+                    executor_id: executor,
+                    control: "client.attached",
+                },
+            )?;
+            if executor.is_empty() {
+                return Err(EngineError::InvalidCommand("empty clientExecutorId".into()));
             }
-        })?;
-        // Resume what waited for this executor.
-        for (sid, run, wait) in resumes {
-            match self.resume_run(p, &sid, &run, &wait).await {
-                Ok(()) | Err(EngineError::Rejected { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let out = self.inner.clients.outbox(executor);
-        out.push(
-            true,
-            control(&ControlPayload::ClientAttached {
-                client_executor_id: executor.to_owned(),
-                lease_id: lease.clone(),
-                heartbeat_interval_ms: self.inner.config.heartbeat_interval.as_millis() as u64,
-                lease_expires_at: timestamp(expires),
-            }),
-        );
-        for token in &rec.pending {
-            if let Some((_, t)) = self.token(token).await? {
-                if t.open() {
-                    out.push(true, execute_message(token, &t));
+            self.remember_executor(executor).await?;
+            let lock = self.inner.clients.lock(executor);
+            let _guard = lock.lock().await;
+            let lease = self.inner.ids.next_id("lease");
+            let now = self.inner.clock.now();
+            let expires = now + self.inner.config.lease_ttl;
+            let (rec, resumes) = retry!(self, async {
+                let rec = self.executor(executor).await?;
+                let mut next = rec.clone();
+                next.lease = Some(lease.clone());
+                next.lease_expires = Some(expires);
+                let resumes = std::mem::take(&mut next.paused);
+                let mut side = vec![next.write(executor)?];
+                side.extend(
+                    self.move_lease_timer(executor, rec.lease_expires, expires)
+                        .await?,
+                );
+                let batch = narad_store::Batch {
+                    side,
+                    ..narad_store::Batch::default()
+                };
+                match self.append_resolving(batch).await {
+                    Ok(_) => Ok(Attempt::Done((next, resumes))),
+                    Err(StoreError::SideConflict) => Ok(Attempt::Again),
+                    Err(e) => Err(e.into()),
+                }
+            })?;
+            // Resume what waited for this executor.
+            for (sid, run, wait) in resumes {
+                match self.resume_run(p, &sid, &run, &wait).await {
+                    Ok(()) | Err(EngineError::Rejected { .. }) => {}
+                    Err(e) => return Err(e),
                 }
             }
-        }
-        Ok(lease)
+            let out = self.inner.clients.outbox(executor);
+            out.push(
+                true,
+                control(&ControlPayload::ClientAttached {
+                    client_executor_id: executor.to_owned(),
+                    lease_id: lease.clone(),
+                    heartbeat_interval_ms: self.inner.config.heartbeat_interval.as_millis() as u64,
+                    lease_expires_at: timestamp(expires),
+                }),
+            );
+            for token in &rec.pending {
+                if let Some((_, t)) = self.token(token).await? {
+                    if t.open() {
+                        out.push(true, execute_message(token, &t));
+                    }
+                }
+            }
+            Ok(lease)
+        })
+        .await
     }
 
     /// `client.heartbeat`: renews the executor's current, unexpired lease.
@@ -145,42 +149,46 @@ impl<S: Store + 'static> Engine<S> {
         executor: &str,
         lease: &str,
     ) -> Result<(), EngineError> {
-        self.authorize(
-            p,
-            Action::ClientLease {
-                executor_id: executor,
-                control: "client.heartbeat",
-            },
-        )?;
-        let lock = self.inner.clients.lock(executor);
-        let _guard = lock.lock().await;
-        retry!(self, async {
-            let rec = self.executor(executor).await?;
-            let now = self.inner.clock.now();
-            if rec.valid_lease(now) != Some(lease) {
-                return Err(client_err(
-                    "lease_invalid",
-                    "the lease is not current or has expired",
-                ));
-            }
-            let mut next = rec.clone();
-            let expires = now + self.inner.config.lease_ttl;
-            next.lease_expires = Some(expires);
-            let mut side = vec![next.write(executor)?];
-            side.extend(
-                self.move_lease_timer(executor, rec.lease_expires, expires)
-                    .await?,
-            );
-            let batch = narad_store::Batch {
-                side,
-                ..narad_store::Batch::default()
-            };
-            match self.append_resolving(batch).await {
-                Ok(_) => Ok(Attempt::Done(())),
-                Err(StoreError::SideConflict) => Ok(Attempt::Again),
-                Err(e) => Err(e.into()),
-            }
+        let session = String::new();
+        crate::telemetry::traced("client_heartbeat", &session, async {
+            self.authorize(
+                p,
+                Action::ClientLease {
+                    executor_id: executor,
+                    control: "client.heartbeat",
+                },
+            )?;
+            let lock = self.inner.clients.lock(executor);
+            let _guard = lock.lock().await;
+            retry!(self, async {
+                let rec = self.executor(executor).await?;
+                let now = self.inner.clock.now();
+                if rec.valid_lease(now) != Some(lease) {
+                    return Err(client_err(
+                        "lease_invalid",
+                        "the lease is not current or has expired",
+                    ));
+                }
+                let mut next = rec.clone();
+                let expires = now + self.inner.config.lease_ttl;
+                next.lease_expires = Some(expires);
+                let mut side = vec![next.write(executor)?];
+                side.extend(
+                    self.move_lease_timer(executor, rec.lease_expires, expires)
+                        .await?,
+                );
+                let batch = narad_store::Batch {
+                    side,
+                    ..narad_store::Batch::default()
+                };
+                match self.append_resolving(batch).await {
+                    Ok(_) => Ok(Attempt::Done(())),
+                    Err(StoreError::SideConflict) => Ok(Attempt::Again),
+                    Err(e) => Err(e.into()),
+                }
+            })
         })
+        .await
     }
 
     /// The due-index writes moving `executor`'s lease expiry from `old`
