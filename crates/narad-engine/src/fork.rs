@@ -34,6 +34,12 @@ impl StateAt {
     pub fn state_json(&self) -> Option<String> {
         self.checker.state_json(&self.session_id)
     }
+
+    /// The reduced state as Rust types, as [`crate::Engine::state`] gives
+    /// the current one.
+    pub fn state(&self) -> Option<crate::SessionState> {
+        crate::SessionState::from_checker(&self.checker, &self.session_id)
+    }
 }
 
 impl<S: Store + 'static> Engine<S> {

@@ -139,6 +139,11 @@ impl<S: Store + 'static> Engine<S> {
                 }
             }
         }
+        // An archived session is read-only: only an import that adds
+        // nothing (its journal is already stored) passes.
+        if j.meta.archived && !fresh.is_empty() {
+            return Err(EngineError::SessionArchived);
+        }
         let n = fresh.len() as u64;
         for ev in &fresh {
             j.note_expiry(&ev.bytes);

@@ -102,6 +102,15 @@ async fn scenario<S: Store + 'static>(store: S) {
         let past = e.state_at(&me(), "src", k).await.unwrap();
         let want = replay(&source[..k as usize]);
         assert_eq!(past.state_json(), want.state_json("src"), "at {k}");
+        assert_eq!(
+            format!("{:?}", past.state()),
+            format!(
+                "{:?}",
+                narad_engine::SessionState::from_checker(&want, "src")
+            ),
+            "typed at {k}"
+        );
+        assert!(past.state().is_some());
     }
     let err = e.state_at(&me(), "src", head + 1).await.unwrap_err();
     assert_eq!(err.code(), "invalid_command");

@@ -506,3 +506,46 @@ async fn the_inbox_loads_only_sessions_awaiting_input() {
         "only the session awaiting input was loaded"
     );
 }
+
+/// An archived session is read-only for imports too: a journal that would
+/// add events is refused with `session_archived` and nothing is appended.
+#[tokio::test]
+async fn an_import_into_an_archived_session_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |name: &'static str| {
+        let path = dir.path().join(name);
+        async move {
+            Engine::with_host(
+                narad_store_redb::RedbStore::open(path).await.unwrap(),
+                Arc::new(ManualClock::at_unix(1_780_000_000)),
+                Arc::new(SequentialIds::default()),
+                Arc::new(AllowAll),
+                EngineConfig::default(),
+            )
+        }
+    };
+    let (a, b) = (open("a.redb").await, open("b.redb").await);
+    let new = || NewSession {
+        session_id: Some("s-arch".into()),
+        ..NewSession::default()
+    };
+    // The same session elsewhere, with one event to import.
+    b.create_session(&me(), new()).await.unwrap();
+    b.message(&me(), "s-arch", "from elsewhere").await.unwrap();
+    let records: Vec<Vec<u8>> = b
+        .store()
+        .read_session("s-arch", 0, 100)
+        .await
+        .unwrap()
+        .events
+        .iter()
+        .map(|ev| ev.bytes.to_vec())
+        .collect();
+    assert_eq!(records.len(), 1);
+
+    a.create_session(&me(), new()).await.unwrap();
+    a.archive(&me(), "s-arch").await.unwrap();
+    let err = a.import(&me(), &records).await.unwrap_err();
+    assert_eq!(err.code(), "session_archived");
+    assert_eq!(a.store().head("s-arch").await.unwrap(), 0);
+}
