@@ -367,20 +367,20 @@ async fn an_archived_session_refuses_commands_serves_reads_and_is_announced() {
     e.delete_session(&me(), &sid, false).await.unwrap();
 }
 
-/// Crash-test child: runs random commands on the redb file named by this
-/// variable until it is killed.
+/// Crash-test child: runs random commands on the store whose URL this
+/// variable names until it is killed.
 const CRASH_CHILD: &str = "NARAD_INDEX_CRASH_CHILD";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn index_crash_child() {
-    let Some(path) = std::env::var_os(CRASH_CHILD) else {
+    let Ok(url) = std::env::var(CRASH_CHILD) else {
         return;
     };
     let seed: u64 = std::env::var("NARAD_INDEX_CRASH_SEED")
         .unwrap()
         .parse()
         .unwrap();
-    let store = narad_store_redb::RedbStore::open(path).await.unwrap();
+    let store = narad_stores::open(&url).await.unwrap();
     let clock = Arc::new(ManualClock::at_unix(1_780_000_000 + seed * 1_000_000));
     let e = Engine::with_host(
         store,
@@ -402,14 +402,8 @@ async fn index_crash_child() {
 /// SIGKILLs a writer running random commands five times at varied moments;
 /// after each, the reopened store's index equals a rebuild of every
 /// session (the index commits in the batch of the events, so no kill can
-/// separate them).
-#[test]
-fn index_matches_rebuild_after_sigkill() {
-    if std::env::var_os(CRASH_CHILD).is_some() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("crash.redb");
+/// separate them). On redb, SQLite and PostgreSQL.
+fn index_matches_rebuild_after_sigkill_on(url: &str) {
     let mut rng = Lcg(7);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -418,7 +412,7 @@ fn index_matches_rebuild_after_sigkill() {
     for round in 0..5u64 {
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["index_crash_child", "--exact", "--nocapture"])
-            .env(CRASH_CHILD, &path)
+            .env(CRASH_CHILD, url)
             .env("NARAD_INDEX_CRASH_SEED", (round + 1).to_string())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -428,7 +422,7 @@ fn index_matches_rebuild_after_sigkill() {
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         rt.block_on(async {
-            let store = narad_store_redb::RedbStore::open(&path).await.unwrap();
+            let store = narad_stores::open_existing(url).await.unwrap();
             let e = Engine::new(store);
             let live: Vec<String> = e
                 .store()
@@ -443,6 +437,44 @@ fn index_matches_rebuild_after_sigkill() {
             e.store().close().await.unwrap();
         });
     }
+}
+
+#[test]
+fn index_matches_rebuild_after_sigkill_on_redb() {
+    if std::env::var_os(CRASH_CHILD).is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("redb:{}", dir.path().join("crash.redb").display());
+    index_matches_rebuild_after_sigkill_on(&url);
+}
+
+#[test]
+fn index_matches_rebuild_after_sigkill_on_sqlite() {
+    if std::env::var_os(CRASH_CHILD).is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("crash.db").display());
+    index_matches_rebuild_after_sigkill_on(&url);
+}
+
+#[test]
+fn index_matches_rebuild_after_sigkill_on_postgres() {
+    if std::env::var_os(CRASH_CHILD).is_some() {
+        return;
+    }
+    let Ok(base) = std::env::var("NARAD_TEST_POSTGRES_URL") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "NARAD_TEST_POSTGRES_URL is not set (CI must start a server: .ci/postgres)"
+        );
+        eprintln!("SKIPPED: NARAD_TEST_POSTGRES_URL is not set");
+        return;
+    };
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{sep}schema=index_crash_{}", std::process::id());
+    index_matches_rebuild_after_sigkill_on(&url);
 }
 
 /// The inbox loads only sessions the index shows awaiting input: after a
