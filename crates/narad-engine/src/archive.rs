@@ -28,8 +28,7 @@ impl<S: Store + 'static> Engine<S> {
         session_id: &str,
         labels: BTreeMap<String, String>,
     ) -> Result<(), EngineError> {
-        let session = session_id.to_owned();
-        crate::telemetry::traced("set_labels", &session, async {
+        crate::telemetry::traced("set_labels", session_id, async {
             self.authorize(
                 p,
                 Action::Write {
@@ -56,8 +55,7 @@ impl<S: Store + 'static> Engine<S> {
     /// archived (its work could never finish): `session_has_open_work`.
     /// Archiving an archived session changes nothing.
     pub async fn archive(&self, p: &Principal, session_id: &str) -> Result<(), EngineError> {
-        let session = session_id.to_owned();
-        crate::telemetry::traced("archive", &session, async {
+        crate::telemetry::traced("archive", session_id, async {
             self.authorize(
                 p,
                 Action::Write {

@@ -57,22 +57,8 @@ impl<S: Store + 'static> Engine<S> {
         session_id: &str,
         plan: impl Fn(&Journal) -> Result<Plan<T>, EngineError>,
     ) -> Result<(T, Vec<StoredEvent>), EngineError> {
-        use tracing::Instrument;
         let name = telemetry::command_name(&plan);
-        let span = tracing::info_span!(
-            telemetry::SPAN_COMMAND,
-            command = name,
-            session = session_id,
-            outcome = tracing::field::Empty,
-        );
-        let outcome = self
-            .command_attempts(p, session_id, plan)
-            .instrument(span.clone())
-            .await;
-        let code = outcome.as_ref().map_or_else(EngineError::code, |_| "ok");
-        span.record("outcome", code);
-        metrics::counter!(telemetry::COMMANDS, "command" => name, "outcome" => code).increment(1);
-        outcome
+        telemetry::traced(name, session_id, self.command_attempts(p, session_id, plan)).await
     }
 
     /// The command loop: hydrate if needed, plan from the reduced state,

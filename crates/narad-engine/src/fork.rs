@@ -83,8 +83,7 @@ impl<S: Store + 'static> Engine<S> {
         session_id: &str,
         through: u64,
     ) -> Result<String, EngineError> {
-        let session = session_id.to_owned();
-        crate::telemetry::traced("fork", &session, async {
+        crate::telemetry::traced("fork", session_id, async {
             self.authorize(p, Action::Read { session_id })?;
             self.authorize(p, Action::CreateSession)?;
             let src = self.meta(session_id).await?;

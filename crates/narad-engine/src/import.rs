@@ -35,8 +35,7 @@ impl<S: Store + 'static> Engine<S> {
         p: &Principal,
         records: &[Vec<u8>],
     ) -> Result<(String, u64), EngineError> {
-        let session = String::new();
-        crate::telemetry::traced("import", &session, async {
+        crate::telemetry::traced("import", "", async {
             self.authorize(p, Action::CreateSession)?;
             let events = parse(records)?;
             let Some(first) = events.first() else {

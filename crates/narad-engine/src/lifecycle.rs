@@ -120,8 +120,7 @@ impl<S: Store + 'static> Engine<S> {
         session_id: &str,
         force: bool,
     ) -> Result<Deleted, EngineError> {
-        let session = session_id.to_owned();
-        crate::telemetry::traced("delete_session", &session, async {
+        crate::telemetry::traced("delete_session", session_id, async {
             self.authorize(
                 p,
                 Action::Write {

@@ -74,8 +74,7 @@ impl<S: Store + 'static> Engine<S> {
         p: &Principal,
         executor: &str,
     ) -> Result<String, EngineError> {
-        let session = String::new();
-        crate::telemetry::traced("attach_client", &session, async {
+        crate::telemetry::traced("attach_client", "", async {
             self.authorize(
                 p,
                 Action::ClientLease {
@@ -149,8 +148,7 @@ impl<S: Store + 'static> Engine<S> {
         executor: &str,
         lease: &str,
     ) -> Result<(), EngineError> {
-        let session = String::new();
-        crate::telemetry::traced("client_heartbeat", &session, async {
+        crate::telemetry::traced("client_heartbeat", "", async {
             self.authorize(
                 p,
                 Action::ClientLease {
