@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -194,12 +196,7 @@ async fn delete_on_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_on_postgres() {
-    let Ok(url) = std::env::var("NARAD_TEST_POSTGRES_URL") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "NARAD_TEST_POSTGRES_URL is not set (CI must start a server: .ci/postgres)"
-        );
-        eprintln!("SKIPPED: NARAD_TEST_POSTGRES_URL is not set");
+    let Some(url) = common::postgres_url() else {
         return;
     };
     let schema = format!("lifecycle_{}", std::process::id());

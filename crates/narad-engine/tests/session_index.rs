@@ -6,6 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -262,23 +264,9 @@ async fn index_matches_rebuild_on_sqlite() {
     random_sequences(s).await;
 }
 
-/// The test server's URL; without one, a printed skip (and a failure
-/// under CI, which must start a server).
-fn postgres_url() -> Option<String> {
-    let url = std::env::var("NARAD_TEST_POSTGRES_URL").ok();
-    if url.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "NARAD_TEST_POSTGRES_URL is not set (CI must start a server: .ci/postgres)"
-        );
-        eprintln!("SKIPPED: NARAD_TEST_POSTGRES_URL is not set");
-    }
-    url
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn index_matches_rebuild_on_postgres() {
-    let Some(url) = postgres_url() else {
+    let Some(url) = common::postgres_url() else {
         return;
     };
     let schema = format!("session_index_{}", std::process::id());
@@ -473,7 +461,7 @@ fn index_matches_rebuild_after_sigkill_on_postgres() {
     if std::env::var_os(CRASH_CHILD).is_some() {
         return;
     }
-    let Some(base) = postgres_url() else {
+    let Some(base) = common::postgres_url() else {
         return;
     };
     let sep = if base.contains('?') { '&' } else { '?' };

@@ -238,14 +238,7 @@ async fn two_processes_fire_each_timer_once_on_postgres() {
     if std::env::var_os(CHILD).is_some() {
         return;
     }
-    let Ok(url) = std::env::var("NARAD_TEST_POSTGRES_URL") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "NARAD_TEST_POSTGRES_URL is not set (CI must start a server: .ci/postgres)"
-        );
-        eprintln!(
-            "SKIPPED: NARAD_TEST_POSTGRES_URL is not set (start one with .ci/postgres start DIR)"
-        );
+    let Some(url) = common::postgres_url() else {
         return;
     };
     let schema = format!("timers_{}_{}", std::process::id(), T0);

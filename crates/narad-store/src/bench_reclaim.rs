@@ -179,3 +179,32 @@ pub fn print(backend: &str, r: &Reclaimed) {
         r.compact_s
     );
 }
+
+/// The whole reclaim bench of an embedded backend: 10k sessions (1k with
+/// `NARAD_BENCH_QUICK=1`) of 20 events in a fresh directory under the
+/// system temp dir, which is removed afterwards; prints the figures.
+pub fn run_embedded<S, F, Fut, C, CFut>(backend: &str, file: &str, open: F, compact: C)
+where
+    S: Store + 'static,
+    F: Fn(PathBuf) -> Fut,
+    Fut: Future<Output = Result<S, StoreError>>,
+    C: Fn(PathBuf) -> CFut,
+    CFut: Future<Output = Result<(), StoreError>>,
+{
+    let quick = std::env::var_os("NARAD_BENCH_QUICK").is_some();
+    let dir = std::env::temp_dir().join(format!("narad-reclaim-{backend}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let r = rt.block_on(reclaim(
+        &dir.join(file),
+        open,
+        compact,
+        if quick { 1_000 } else { 10_000 },
+        20,
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    print(backend, &r);
+}

@@ -571,6 +571,10 @@ pub mod row;
 #[cfg(feature = "test-suite")]
 pub mod suite;
 #[cfg(feature = "test-suite")]
+pub mod suite_crash;
+#[cfg(feature = "test-suite")]
+pub mod suite_history;
+#[cfg(feature = "test-suite")]
 pub mod suite_lifecycle;
 #[cfg(feature = "test-suite")]
 pub mod suite_listing;

@@ -26,11 +26,13 @@ use narad_core::{Parsed, Record, Validator};
 use serde_json::json;
 
 use crate::{
-    Batch, Commit, Expect, HistoryQuery, Notice, SideSpace, SideWrite, Store, StoreError,
-    StoredEvent, WatchWrite,
+    Batch, Commit, Expect, Notice, SideSpace, SideWrite, Store, StoreError, StoredEvent, WatchWrite,
 };
 
-/// A run-tree event of `session` at `seq` (session and run-tree sequence equal).
+pub use crate::suite_crash::{crash_writer, sigkill_loses_no_acknowledged_event, CRASH_CHILD_ENV};
+pub use crate::suite_history::{
+    combined_cursors_must_be_mutually_consistent, workflow_history_pages_by_workflow_sequence,
+};
 pub use crate::suite_lifecycle::{
     a_tombstone_refuses_every_later_batch_of_its_session,
     delete_removes_every_record_of_a_session_in_every_space,
@@ -39,6 +41,7 @@ pub use crate::suite_listing::{
     every_space_migrates_to_another_store, side_records_and_workspaces_list_in_byte_order,
 };
 
+/// A run-tree event of `session` at `seq` (session and run-tree sequence equal).
 pub fn event(session: &str, seq: u64, tag: &str) -> StoredEvent {
     event_at(session, seq, seq, tag)
 }
@@ -56,7 +59,7 @@ pub(crate) fn event_at(session: &str, seq: u64, rseq: u64, tag: &str) -> StoredE
 }
 
 /// Parses authority bytes into what the store is given.
-fn stored(bytes: &[u8]) -> StoredEvent {
+pub(crate) fn stored(bytes: &[u8]) -> StoredEvent {
     match Validator::default().parse(bytes).unwrap() {
         Parsed::Record {
             record: Record::Authority(ev),
@@ -320,238 +323,6 @@ where
     }
 }
 
-fn workflow_event(seq: u64, wseq: u64, ty: &str) -> StoredEvent {
-    let bytes = serde_json::to_vec(&json!({
-        "type": ty, "protocolVersion": "narad/v1", "eventId": format!("w{seq}"),
-        "timestamp": "2026-08-05T00:00:00Z", "sessionId": "s", "sessionSequence": seq,
-        "workflowId": "wf", "workflowSequence": wseq
-    }))
-    .unwrap();
-    stored(&bytes)
-}
-
-/// Suite case `workflow_history_pages_by_workflow_sequence`.
-pub async fn workflow_history_pages_by_workflow_sequence<S, F, Fut>(dir: &Path, open: F)
-where
-    S: Store + 'static,
-    F: Fn(PathBuf) -> Fut,
-    Fut: Future<Output = Result<S, StoreError>>,
-{
-    let s = open(dir.join("store")).await.unwrap();
-    let evs = vec![
-        workflow_event(1, 1, "workflow.started"),
-        event_at("s", 2, 1, "a"),
-        workflow_event(3, 2, "workflow.finished"),
-    ];
-    let mut skewed = evs.clone();
-    skewed[2].position.workflow = Some(("wf".into(), 3));
-    assert_eq!(
-        s.append(batch("s", 0, skewed)).await.unwrap_err(),
-        StoreError::Contiguity {
-            domain: "workflowSequence"
-        }
-    );
-    s.append(batch("s", 0, evs.clone())).await.unwrap();
-    let first = s.read_workflow("s", "wf", 0, 1).await.unwrap();
-    assert_eq!((first.events, first.next), (vec![evs[0].clone()], Some(1)));
-    let rest = s.read_workflow("s", "wf", 1, 10).await.unwrap();
-    assert_eq!((rest.events, rest.next), (vec![evs[2].clone()], None));
-}
-
-/// A run-tree event at any position: `run` = `(rootRunId, sequence)`,
-/// `workflow` = `(workflowId, workflowSequence)`.
-fn placed(seq: u64, run: Option<(&str, u64)>, workflow: Option<(&str, u64)>) -> StoredEvent {
-    let mut v = match (run, workflow) {
-        (Some((root, rseq)), _) => json!({
-            "type": "tool.call.started", "rootRunId": root, "runId": root, "sequence": rseq,
-            "toolCallId": format!("t{seq}"), "toolName": "x", "executor": "backend", "args": {}
-        }),
-        (None, Some(_)) => json!({"type": "workflow.started"}),
-        (None, None) => json!({
-            "type": "message.user.recorded", "messageId": format!("u{seq}"),
-            "messageScope": "session", "content": "hi"
-        }),
-    };
-    let o = v.as_object_mut().unwrap();
-    o.insert("protocolVersion".into(), json!("narad/v1"));
-    o.insert("eventId".into(), json!(format!("e{seq}")));
-    o.insert("timestamp".into(), json!("2026-08-05T00:00:00Z"));
-    o.insert("sessionId".into(), json!("h"));
-    o.insert("sessionSequence".into(), json!(seq));
-    if let Some((wf, wseq)) = workflow {
-        o.insert("workflowId".into(), json!(wf));
-        o.insert("workflowSequence".into(), json!(wseq));
-    }
-    stored(&serde_json::to_vec(&v).unwrap())
-}
-
-/// The §10.2 rule written the slow way, over the whole journal: which
-/// session positions each cursor names, and the filtered events after the
-/// first position they share.
-fn history_oracle(all: &[StoredEvent], q: &HistoryQuery) -> Result<Vec<StoredEvent>, StoreError> {
-    let head = all.len() as u64;
-    let mut positions: Vec<u64> = (0..=head + 1).collect();
-    if let Some(a) = q.after_session_sequence {
-        positions.retain(|p| *p == a);
-    }
-    type Pick = fn(&StoredEvent) -> Option<&(String, u64)>;
-    type Filter<'a> = Option<&'a (String, Option<u64>)>;
-    let scopes: [(Filter<'_>, Pick); 2] = [
-        (q.run.as_ref(), |e| e.position.run.as_ref()),
-        (q.workflow.as_ref(), |e| e.position.workflow.as_ref()),
-    ];
-    for (filter, pick) in scopes {
-        if let Some((id, Some(n))) = filter {
-            let in_scope: Vec<u64> = all
-                .iter()
-                .filter(|e| pick(e).is_some_and(|(i, _)| i == id))
-                .map(|e| e.position.session_sequence)
-                .collect();
-            if *n as usize > in_scope.len() {
-                return Err(StoreError::CursorConflict);
-            }
-            // Position p is named by n when exactly n scope events are <= p.
-            positions.retain(|p| in_scope.iter().filter(|s| **s <= *p).count() as u64 == *n);
-        }
-    }
-    let Some(start) = positions.first() else {
-        return Err(StoreError::CursorConflict);
-    };
-    Ok(all
-        .iter()
-        .filter(|e| e.position.session_sequence > *start)
-        .filter(|e| {
-            q.run
-                .as_ref()
-                .is_none_or(|(id, _)| e.position.run.as_ref().is_some_and(|(i, _)| i == id))
-                && q.workflow.as_ref().is_none_or(|(id, _)| {
-                    e.position.workflow.as_ref().is_some_and(|(i, _)| i == id)
-                })
-        })
-        .take(q.limit)
-        .cloned()
-        .collect())
-}
-
-/// Suite case `combined_cursors_must_be_mutually_consistent`.
-pub async fn combined_cursors_must_be_mutually_consistent<S, F, Fut>(dir: &Path, open: F)
-where
-    S: Store + 'static,
-    F: Fn(PathBuf) -> Fut,
-    Fut: Future<Output = Result<S, StoreError>>,
-{
-    let s = open(dir.join("store")).await.unwrap();
-    // Interleaved: run "r" (some of it inside workflow "wf"), workflow-only
-    // events, another run tree "q", and plain session events.
-    let (mut r, mut q, mut w) = (0, 0, 0);
-    let mut evs = Vec::new();
-    for seq in 1..=14u64 {
-        let ev = match seq % 5 {
-            0 | 1 => {
-                r += 1;
-                if seq % 2 == 0 {
-                    w += 1;
-                    placed(seq, Some(("r", r)), Some(("wf", w)))
-                } else {
-                    placed(seq, Some(("r", r)), None)
-                }
-            }
-            2 => {
-                w += 1;
-                placed(seq, None, Some(("wf", w)))
-            }
-            3 => {
-                q += 1;
-                placed(seq, Some(("q", q)), None)
-            }
-            _ => placed(seq, None, None),
-        };
-        evs.push(ev);
-    }
-    s.append(batch("h", 0, evs.clone())).await.unwrap();
-    let mut checked = (0, 0);
-    for a in [None, Some(0), Some(3), Some(6), Some(10), Some(14)] {
-        for rn in [
-            None,
-            Some(None),
-            Some(Some(0)),
-            Some(Some(2)),
-            Some(Some(r)),
-            Some(Some(r + 1)),
-        ] {
-            for wn in [
-                None,
-                Some(None),
-                Some(Some(0)),
-                Some(Some(1)),
-                Some(Some(w)),
-            ] {
-                for limit in [2, 100] {
-                    let query = HistoryQuery {
-                        after_session_sequence: a,
-                        run: rn.map(|n| ("r".to_owned(), n)),
-                        workflow: wn.map(|n| ("wf".to_owned(), n)),
-                        limit,
-                    };
-                    let want = history_oracle(&evs, &query);
-                    let got = s.read_history("h", &query).await;
-                    match (&want, &got) {
-                        (Ok(w), Ok(g)) => {
-                            assert_eq!(&g.events, w, "{query:?}");
-                            checked.0 += 1;
-                            // Paging on: `next` continues where the page ended.
-                            if let Some(next) = g.next {
-                                let more = s
-                                    .read_history(
-                                        "h",
-                                        &HistoryQuery {
-                                            after_session_sequence: Some(next),
-                                            run: query
-                                                .run
-                                                .as_ref()
-                                                .map(|(id, _)| (id.clone(), None)),
-                                            workflow: query
-                                                .workflow
-                                                .as_ref()
-                                                .map(|(id, _)| (id.clone(), None)),
-                                            limit: 100,
-                                        },
-                                    )
-                                    .await
-                                    .unwrap();
-                                assert!(more
-                                    .events
-                                    .iter()
-                                    .all(|e| e.position.session_sequence > next));
-                            }
-                        }
-                        (Err(_), Err(StoreError::CursorConflict)) => checked.1 += 1,
-                        _ => panic!("{query:?}: oracle {want:?}, store {got:?}"),
-                    }
-                }
-            }
-        }
-    }
-    assert!(checked.0 > 50 && checked.1 > 50, "{checked:?}");
-    // Two named cases. Run "r" event 2 is session 5 and event 3 is 6: a run
-    // cursor 2 agrees with session cursor 5, not with 9.
-    let agree = HistoryQuery::default()
-        .run("r", Some(2))
-        .after_session_sequence(5);
-    let page = s.read_history("h", &agree).await.unwrap();
-    assert_eq!(
-        page.events.first().map(|e| e.position.session_sequence),
-        Some(6)
-    );
-    let clash = HistoryQuery::default()
-        .run("r", Some(2))
-        .after_session_sequence(9);
-    assert_eq!(
-        s.read_history("h", &clash).await.unwrap_err().code(),
-        "cursor_conflict"
-    );
-}
-
 fn watch(kind: &str, id: &str, revision: u64, session: &str) -> WatchWrite {
     watch_in("ws", kind, id, revision, session)
 }
@@ -799,117 +570,6 @@ where
         );
     }
 }
-
-/// Environment variable that turns a test binary into a crash-test writer.
-pub const CRASH_CHILD_ENV: &str = "NARAD_STORE_CRASH_CHILD";
-
-const CRASH_BATCH: u64 = 5;
-
-/// Child side of the crash test: appends batches of five to session
-/// `crash` forever, printing `ack HEAD` after each acknowledged append.
-pub async fn crash_writer<S, F, Fut>(path: PathBuf, open: F)
-where
-    S: Store + 'static,
-    F: Fn(PathBuf) -> Fut,
-    Fut: Future<Output = Result<S, StoreError>>,
-{
-    use std::io::Write;
-    let s = open(path).await.unwrap();
-    let mut out = std::io::stdout().lock();
-    for _ in 0..1_000_000 {
-        let head = s.head("crash").await.unwrap();
-        let evs = (head + 1..=head + CRASH_BATCH)
-            .map(|q| event("crash", q, "c"))
-            .collect();
-        let done = s.append(batch("crash", head, evs)).await.unwrap();
-        writeln!(out, "ack {}", done.head).unwrap();
-        out.flush().unwrap();
-    }
-}
-
-/// Runs one writer child, kills it with SIGKILL a pseudo-random moment after
-/// its first acknowledgement, and returns the last head it acknowledged.
-fn run_and_kill(exe: &Path, child_test: &str, path: &Path, delay_us: u64) -> u64 {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new(exe)
-        .args(["--exact", child_test, "--nocapture", "--test-threads", "1"])
-        .env(CRASH_CHILD_ENV, path)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = std::io::BufReader::new(stdout).lines();
-    let mut acked = 0;
-    // Wait for the first acknowledgement so the kill lands mid-work.
-    for line in lines.by_ref() {
-        if let Some(h) = line.unwrap().strip_prefix("ack ") {
-            acked = h.parse().unwrap();
-            break;
-        }
-    }
-    std::thread::sleep(std::time::Duration::from_micros(delay_us));
-    child.kill().unwrap(); // SIGKILL on Unix
-                           // Every line written before death is still in the pipe.
-    for line in lines {
-        let Ok(line) = line else { break };
-        if let Some(h) = line.strip_prefix("ack ") {
-            acked = h.parse().unwrap();
-        }
-    }
-    child.wait().unwrap();
-    acked
-}
-
-/// Parent side of the crash test: 20 SIGKILLs at pseudo-random moments;
-/// after each, the reopened store holds every acknowledged event byte for
-/// byte, no partial batch, and a contiguous journal. `child_test` is the
-/// name of the test that calls [`crash_writer`] when [`CRASH_CHILD_ENV`] is set.
-pub async fn sigkill_loses_no_acknowledged_event<S, F, Fut>(dir: &Path, open: F, child_test: &str)
-where
-    S: Store + 'static,
-    F: Fn(PathBuf) -> Fut,
-    Fut: Future<Output = Result<S, StoreError>>,
-{
-    let path = dir.join("store");
-    drop(open(path.clone()).await.unwrap());
-    let exe = std::env::current_exe().unwrap();
-    // Kill moments from a fixed LCG: reproducible, yet spread over 0-20 ms.
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut last_head = 0;
-    for kill in 0..20 {
-        x = x
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let delay_us = (x >> 33) % 20_000;
-        let (e, c, p) = (exe.clone(), child_test.to_owned(), path.clone());
-        let acked = tokio::task::spawn_blocking(move || run_and_kill(&e, &c, &p, delay_us))
-            .await
-            .unwrap();
-        let s = open(path.clone()).await.unwrap();
-        let head = s.head("crash").await.unwrap();
-        let ctx = format!("kill {kill} after {delay_us} us: acked {acked}, head {head}");
-        assert!(
-            acked > 0,
-            "the writer acknowledged nothing before the kill: {ctx}"
-        );
-        assert!(head >= acked, "lost acknowledged events: {ctx}");
-        assert_eq!(head % CRASH_BATCH, 0, "partial batch: {ctx}");
-        let all = s.read_session("crash", 0, usize::MAX).await.unwrap().events;
-        assert_eq!(all.len() as u64, head, "journal length: {ctx}");
-        for (i, got) in all.iter().enumerate() {
-            let want = event("crash", i as u64 + 1, "c");
-            assert_eq!(got.bytes, want.bytes, "event {} differs: {ctx}", i + 1);
-        }
-        last_head = head;
-    }
-    use std::io::Write;
-    let _ = writeln!(
-        std::io::stderr(),
-        "crash test: 20 SIGKILLs, {last_head} events survived, all acknowledged ones intact"
-    );
-}
-
 /// Instantiates every case of [`crate::suite`] as a `#[tokio::test]` for one
 /// backend. `$open` is `Fn(PathBuf) -> impl Future<Output = Result<S, StoreError>>`.
 /// The calling test crate needs `tokio` (macros, rt-multi-thread) and

@@ -111,3 +111,20 @@ pub fn schema_valid(schemas: &Option<Vec<jsonschema::Validator>>, bytes: &[u8]) 
         assert!(s.iter().any(|x| x.is_valid(&v)), "schema-invalid: {v}");
     }
 }
+
+/// The test PostgreSQL server's URL (`NARAD_TEST_POSTGRES_URL`). Without
+/// one the caller skips with a printed notice; under CI, which must start
+/// a server (`.ci/postgres`), its absence is a failure.
+pub fn postgres_url() -> Option<String> {
+    let url = std::env::var("NARAD_TEST_POSTGRES_URL").ok();
+    if url.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "NARAD_TEST_POSTGRES_URL is not set (CI must start a server: .ci/postgres start DIR)"
+        );
+        eprintln!(
+            "SKIPPED: NARAD_TEST_POSTGRES_URL is not set (start one with .ci/postgres start DIR)"
+        );
+    }
+    url
+}
