@@ -1,0 +1,145 @@
+//! Reducer snapshot size and cold-hydrate time of one long session at
+//! 10k, 100k and 1M events (10k and 100k with `NARAD_BENCH_QUICK=1`), on
+//! redb. The session is back-to-back runs of eight events each (run
+//! started, a tool call, progress, three custom events, the tool's finish,
+//! run finished), written straight to the store in batches; then a fresh
+//! engine replays it in full, writes a snapshot, and another fresh engine
+//! hydrates from that snapshot. The corpus holds no transcript text and no
+//! documents, so the snapshot is the reducer's own state. Figures only;
+//! nothing is asserted.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench code
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use narad_engine::{Engine, EngineConfig, NewSession, Principal};
+use narad_store::{Batch, SideSpace, Store, StoredEvent};
+use narad_store_redb::RedbStore;
+use serde_json::{json, Value};
+
+/// The `k`-th (1-based) event of run number `run`.
+fn run_event(sid: &str, seq: u64, run: u64, k: u64) -> StoredEvent {
+    let tool = format!("tool-{run}");
+    let body = match k {
+        1 => json!({"type": "run.started"}),
+        2 => {
+            json!({"type": "tool.call.started", "toolCallId": tool, "toolName": "search", "executor": "backend", "args": {"query": "narad", "limit": 10}})
+        }
+        3 => {
+            json!({"type": "progress.recorded", "progressId": "phase", "category": "phase", "label": "Searching", "status": "active", "privacy": "public"})
+        }
+        4..=6 => json!({"type": "run.custom", "name": "acme.tokens", "value": {"n": k}}),
+        7 => {
+            json!({"type": "tool.call.finished", "toolCallId": tool, "outcome": "success", "response": {"hits": [{"title": "Narad", "score": 0.9}]}})
+        }
+        _ => {
+            json!({"type": "run.finished", "usage": {"promptTokens": 120, "completionTokens": 40, "totalTokens": 160}})
+        }
+    };
+    let root = format!("run-{run}");
+    let mut m = json!({
+        "protocolVersion": "narad/v1", "eventId": format!("evt-{seq}"),
+        "timestamp": "2026-08-05T00:00:01.250Z", "sessionId": sid,
+        "sessionSequence": seq, "rootRunId": root, "runId": root, "sequence": k
+    });
+    if let (Value::Object(m), Value::Object(b)) = (&mut m, body) {
+        m.extend(b);
+    }
+    StoredEvent::from_stored_bytes(&serde_json::to_vec(&m).unwrap()).unwrap()
+}
+
+async fn cold(path: &Path) -> Engine<RedbStore> {
+    Engine::with_host(
+        RedbStore::open(path.to_path_buf()).await.unwrap(),
+        Arc::new(narad_engine::SystemClock),
+        Arc::new(narad_engine::RandomIds),
+        Arc::new(narad_engine::AllowAll),
+        EngineConfig {
+            snapshot_every: 0,
+            ..EngineConfig::default()
+        },
+    )
+}
+
+async fn one_size(dir: &Path, n: u64) {
+    let me = Principal::new("bench");
+    let path = dir.join(format!("hydrate-{n}.redb"));
+    let e = Engine::new(RedbStore::open(path.clone()).await.unwrap());
+    let sid = e.create_session(&me, NewSession::default()).await.unwrap();
+    let mut head = e.capabilities(&me, &sid).await.unwrap().session_sequence;
+    let base = head;
+    while head < base + n {
+        let evs: Vec<_> = (head + 1..=(head + 2000).min(base + n))
+            .map(|q| {
+                let i = q - base - 1;
+                run_event(&sid, q, i / 8 + 1, i % 8 + 1)
+            })
+            .collect();
+        head = e
+            .store()
+            .append(Batch {
+                session_id: sid.clone(),
+                expected_head: head,
+                events: evs,
+                ..Batch::default()
+            })
+            .await
+            .unwrap()
+            .head;
+    }
+    e.store().close().await.unwrap();
+    drop(e);
+
+    let full = cold(&path).await;
+    let t = Instant::now();
+    let caps = full.capabilities(&me, &sid).await.unwrap();
+    let replay = t.elapsed().as_secs_f64();
+    assert_eq!(caps.session_sequence, head);
+    full.write_snapshot(&me, &sid).await.unwrap();
+    let size = full
+        .store()
+        .side(SideSpace::Snapshot, &sid)
+        .await
+        .unwrap()
+        .map_or(0, |b| b.len());
+    full.store().close().await.unwrap();
+    drop(full);
+
+    let snap = cold(&path).await;
+    let t = Instant::now();
+    let caps = snap.capabilities(&me, &sid).await.unwrap();
+    let restored = t.elapsed().as_secs_f64();
+    assert_eq!(
+        (caps.session_sequence, snap.stats().from_snapshot),
+        (head, 1)
+    );
+    snap.store().close().await.unwrap();
+    let _ = std::fs::remove_file(&path);
+    println!(
+        "hydrate {n:>8} events: snapshot {:>10} bytes ({:>6.1} B/event); cold hydrate from snapshot {:>8.1} ms; full replay {:>8.1} ms ({:.0} events/s)",
+        size,
+        size as f64 / n as f64,
+        restored * 1e3,
+        replay * 1e3,
+        n as f64 / replay
+    );
+}
+
+fn main() {
+    let quick = std::env::var_os("NARAD_BENCH_QUICK").is_some();
+    let sizes: &[u64] = if quick {
+        &[10_000, 100_000]
+    } else {
+        &[10_000, 100_000, 1_000_000]
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for &n in sizes {
+        rt.block_on(one_size(dir.path(), n));
+    }
+}
