@@ -157,6 +157,12 @@ impl<S: Store + 'static> Engine<S> {
         let (timers, _) = self.timer_writes(&j, &batch.events, &[]).await?;
         batch.side.extend(timers);
         if new_session {
+            // The session began with its first event (timestamps are
+            // informational, as the index's `updated_at` already is).
+            j.meta.created_at = Some(events.first().map_or_else(
+                || crate::host::timestamp(self.inner.clock.now()),
+                |ev| ev.envelope.timestamp.clone(),
+            ));
             batch.side.push(side(
                 SideSpace::Session,
                 &j.session_id,

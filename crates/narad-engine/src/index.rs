@@ -88,8 +88,9 @@ pub struct SessionEntry {
     pub status: SessionStatus,
     /// Its workspace.
     pub workspace_id: Option<String>,
-    /// When it was created (RFC 3339; absent for sessions created before
-    /// the index, or imported).
+    /// When it was created (RFC 3339; for an imported session, the
+    /// timestamp of its first event; absent for sessions created before
+    /// the index).
     pub created_at: Option<String>,
     /// The timestamp of its last event (its creation while it has none).
     pub updated_at: Option<String>,

@@ -77,3 +77,30 @@ async fn two_engines_importing_one_journal_at_once_both_succeed() {
         common::assert_valid(&a, &sid).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_imported_session_is_listed_with_its_first_event_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::new(
+        SqliteStore::open(dir.path().join("s.sqlite"))
+            .await
+            .unwrap(),
+    );
+    let mut j = journal("imported", 4);
+    j[0] = String::from_utf8(j[0].clone())
+        .unwrap()
+        .replace("2026-08-05T00:00:00Z", "2026-07-01T09:30:00Z")
+        .into_bytes();
+    e.import(&me(), &j).await.unwrap();
+    let page = e
+        .sessions(&me(), &narad_engine::SessionQuery::default(), None, 10)
+        .await
+        .unwrap();
+    let entry = page
+        .sessions
+        .iter()
+        .find(|s| s.session_id == "imported")
+        .unwrap();
+    assert_eq!(entry.created_at.as_deref(), Some("2026-07-01T09:30:00Z"));
+    assert_eq!(entry.updated_at.as_deref(), Some("2026-08-05T00:00:00Z"));
+}
