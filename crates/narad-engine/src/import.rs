@@ -35,6 +35,30 @@ impl<S: Store + 'static> Engine<S> {
         p: &Principal,
         records: &[Vec<u8>],
     ) -> Result<(String, u64), EngineError> {
+        let (sid, n, freed) = self.import_checked(p, records).await?;
+        if freed {
+            // Imported events may have freed the slot (a terminal of the
+            // active run): a start queued behind it starts now, not at the
+            // next command. The import itself is durable either way; a
+            // queue that cannot start now waits for a later pass.
+            if let Err(e) = self.drain_queue(p, &sid).await {
+                tracing::warn!(
+                    session_id = sid.as_str(),
+                    code = e.code(),
+                    "queued starts wait after an import"
+                );
+            }
+        }
+        Ok((sid, n))
+    }
+
+    /// [`Engine::import`] without the queue pass; also says whether the
+    /// imported events freed the session's slot.
+    async fn import_checked(
+        &self,
+        p: &Principal,
+        records: &[Vec<u8>],
+    ) -> Result<(String, u64, bool), EngineError> {
         crate::telemetry::traced("import", "", async {
             self.authorize(p, Action::CreateSession)?;
             let events = parse(records)?;
@@ -78,10 +102,16 @@ impl<S: Store + 'static> Engine<S> {
                     None => self.load_for_import(&sid).await?,
                 };
                 let held = j.head;
+                let busy = j.checker.slot(&sid).is_some();
                 match self.import_into(j, &events, new_session).await {
                     Ok((j, n)) => {
+                        // A journal dropped after a redelivery is not known
+                        // here: count the slot as possibly freed.
+                        let freed = busy
+                            && n > 0
+                            && j.as_ref().is_none_or(|j| j.checker.slot(&sid).is_none());
                         *slot = j;
-                        return Ok((sid, n));
+                        return Ok((sid, n, freed));
                     }
                     Err(e) if reloads < RELOADS && self.lost_race(held, &sid, &e).await? => {
                         reloads += 1;

@@ -276,3 +276,22 @@ async fn a_principal_that_may_not_start_runs_frees_the_slot_and_the_queue_waits_
     assert_eq!(starts_of(&e, &sid, &next).await, 1);
     assert_eq!(queue_records(e.store()).await, 0);
 }
+
+#[tokio::test]
+async fn an_import_that_frees_the_slot_starts_the_queued_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let sid = session(&e).await;
+    let first = running(run(&e, &sid, StartRun::default()).await);
+    let next = waiting(run(&e, &sid, queued()).await);
+    let head = common::journal(&e, &sid).await.len();
+    // The active run's terminal, produced elsewhere and imported.
+    let finish = format!(
+        r#"{{"type":"run.finished","protocolVersion":"narad/v1","eventId":"imported-finish","timestamp":"2026-08-05T00:00:00Z","sessionId":"{sid}","sessionSequence":{},"rootRunId":"{first}","runId":"{first}","sequence":2}}"#,
+        head + 1
+    );
+    assert_eq!(e.import(&me(), &[finish.into_bytes()]).await.unwrap().1, 1);
+    assert_eq!(starts_of(&e, &sid, &next).await, 1);
+    assert_eq!(queue_records(e.store()).await, 0);
+    assert!(assert_valid(&e, &sid).await.run(&sid, &next).is_some());
+}
