@@ -125,7 +125,9 @@ impl Session {
 
     /// Packs the derived graphs of terminal root runs (after a restore).
     pub fn pack_closed_graphs(&mut self) {
-        let terminal: Vec<String> = self
+        // A set: a restored long session has a graph per closed root, and a
+        // linear `contains` per graph made restoring quadratic.
+        let terminal: std::collections::HashSet<String> = self
             .w()
             .derived
             .iter()
@@ -133,7 +135,7 @@ impl Session {
             .filter(|k| self.run_ref(k).is_some_and(|r| r.state().is_terminal()))
             .collect();
         for (root, g) in self.w_mut().derived.values_mut() {
-            if terminal.contains(root) {
+            if terminal.contains(root.as_str()) {
                 g.pack(root);
             }
         }
