@@ -32,7 +32,6 @@ pub use documents::{Document, Documents, Lifecycle};
 use crate::graph::RunGraph;
 use crate::model::{
     AuthorityEnvelope, AuthorityEvent, AuthorityPayload, Cursor, Executor, HydratePayload,
-    InterruptScope,
 };
 use crate::record::{IgnoredAuthority, Parsed, Record};
 use crate::small_map::SmallMap;
