@@ -1,56 +1,152 @@
-//! Parse + validate + reduce over a 1,000,000-event journal, beside
-//! parse-only of the same bytes; prints events/s, the ratio and peak memory.
+//! Parse + validate + reduce beside a plain `serde_json::from_slice::<Value>`
+//! of the same bytes, for two corpora at several sizes. Prints, per corpus
+//! and size: both rates, their ratio (reduce rate / parse rate; the issue's
+//! target is ≥ 1.0), the cost per event (flat from size to size when the
+//! checker's work per event does not grow with history), the transcript
+//! text the checker must hold, and peak RSS.
 //!
-//! `cargo bench -p narad-core --bench reduce [-- EVENTS]`
+//! ```text
+//! cargo bench -p narad-core --bench reduce
+//! cargo bench -p narad-core --bench reduce -- --sizes 10000,100000 --corpus conversation
+//! ```
+//!
+//! Each corpus is written once, as JSONL, to a temporary directory (removed
+//! at the end). Each size then runs in a fresh child process (this binary,
+//! re-executed with `--child`) that streams the first N lines of the file,
+//! so its peak RSS (`VmHWM`) is that size's alone and the input is never
+//! held in memory. Sizes up to 100k take the best of three passes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench code
 
 use narad_core::checker::Checker;
 use serde_json::{json, Value};
-use std::time::Instant;
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
 
-/// One session of back-to-back top-level runs, each: started, tool call,
-/// progress, three streamed text deltas, tool finish, finished (8 events).
-fn journal(n: usize) -> (Vec<u8>, Vec<(usize, usize)>) {
-    let (mut buf, mut spans) = (Vec::with_capacity(n * 330), Vec::with_capacity(n));
-    let mut seq = 0u64;
-    let mut run = 0u64;
-    while spans.len() < n {
-        run += 1;
-        let root = format!("run-{run}");
-        for (k, body) in [
+const SESSION: &str = "session-bench";
+const DEFAULT_SIZES: [usize; 3] = [10_000, 100_000, 1_000_000];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Corpus {
+    /// The reduce bench's steady-state session: back-to-back top-level
+    /// runs of 8 events (started, tool call, progress, three run.custom
+    /// token counters, tool finish, finished).
+    Steady,
+    /// A chat: per turn a user message, then a run with streamed
+    /// reasoning, a tool call, streamed assistant text, and on every
+    /// fourth turn an approval interrupt (requested, paused, resolved,
+    /// resumed).
+    Conversation,
+}
+
+impl Corpus {
+    fn name(self) -> &'static str {
+        match self {
+            Corpus::Steady => "steady",
+            Corpus::Conversation => "conversation",
+        }
+    }
+}
+
+/// The envelope of event `seq` of the session; with `run`, of that root
+/// run at run-tree `sequence`.
+fn envelope(seq: u64, run: Option<(&str, u64)>) -> Value {
+    let mut m = json!({
+        "protocolVersion": "narad/v1", "eventId": format!("evt-{seq}"),
+        "timestamp": "2026-08-05T00:00:01.250Z", "sessionId": SESSION,
+        "sessionSequence": seq,
+    });
+    if let Some((root, sequence)) = run {
+        let o = m.as_object_mut().unwrap();
+        o.insert("rootRunId".into(), json!(root));
+        o.insert("runId".into(), json!(root));
+        o.insert("sequence".into(), json!(sequence));
+    }
+    m
+}
+
+/// The bodies of turn `turn`, each with whether it belongs to the run.
+fn turn(corpus: Corpus, turn: u64) -> Vec<(bool, Value)> {
+    let tool = format!("tool-{turn}");
+    match corpus {
+        Corpus::Steady => vec![
             json!({"type": "run.started"}),
-            json!({"type": "tool.call.started", "toolCallId": format!("tool-{run}"), "toolName": "search", "executor": "backend", "args": {"query": "narad", "limit": 10}}),
+            json!({"type": "tool.call.started", "toolCallId": tool, "toolName": "search", "executor": "backend", "args": {"query": "narad", "limit": 10}}),
             json!({"type": "progress.recorded", "progressId": "phase", "category": "phase", "label": "Searching", "status": "active", "privacy": "public"}),
             json!({"type": "run.custom", "name": "acme.tokens", "value": {"n": 17}}),
             json!({"type": "run.custom", "name": "acme.tokens", "value": {"n": 18}}),
             json!({"type": "run.custom", "name": "acme.tokens", "value": {"n": 19}}),
-            json!({"type": "tool.call.finished", "toolCallId": format!("tool-{run}"), "outcome": "success", "response": {"hits": [{"title": "Narad", "score": 0.9}]}}),
+            json!({"type": "tool.call.finished", "toolCallId": tool, "outcome": "success", "response": {"hits": [{"title": "Narad", "score": 0.9}]}}),
             json!({"type": "run.finished", "usage": {"promptTokens": 120, "completionTokens": 40, "totalTokens": 160}}),
         ]
         .into_iter()
-        .enumerate()
-        {
-            if spans.len() == n {
+        .map(|b| (true, b))
+        .collect(),
+        Corpus::Conversation => {
+            let (user, assistant) = (format!("user-{turn}"), format!("assistant-{turn}"));
+            let reasoning = format!("reasoning:{assistant}");
+            let mut v = vec![
+                (false, json!({"type": "message.user.recorded", "messageId": user, "messageScope": "session", "content": "Find the three most cited papers on journal checkers and summarize them."})),
+                (true, json!({"type": "run.started"})),
+                (true, json!({"type": "reasoning.started", "reasoningId": reasoning, "messageId": assistant})),
+            ];
+            for d in ["The user wants papers; ", "search first, ", "then rank by citations ", "and summarize."] {
+                v.push((true, json!({"type": "reasoning.delta", "reasoningId": reasoning, "messageId": assistant, "delta": d})));
+            }
+            v.push((true, json!({"type": "reasoning.completed", "reasoningId": reasoning, "messageId": assistant})));
+            v.push((true, json!({"type": "tool.call.started", "toolCallId": tool, "toolName": "search", "executor": "backend", "args": {"query": "journal checker", "limit": 3}})));
+            v.push((true, json!({"type": "tool.call.finished", "toolCallId": tool, "outcome": "success", "response": {"hits": [{"title": "Narad", "score": 0.9}, {"title": "Logs", "score": 0.7}]}})));
+            if turn % 4 == 0 {
+                let (interrupt, wait) = (format!("approve-{turn}"), format!("wait-{turn}"));
+                v.push((true, json!({"type": "interrupt.requested", "interruptId": interrupt, "waitId": wait, "kind": "acme.approval", "actions": ["approve", "deny"], "title": "Send the summary?"})));
+                v.push((true, json!({"type": "run.paused", "waitId": wait, "reason": "acme.approval", "resumeMode": "command", "interruptId": interrupt})));
+                v.push((true, json!({"type": "interrupt.resolved", "interruptId": interrupt, "waitId": wait, "decision": "approve"})));
+                v.push((true, json!({"type": "run.resumed", "waitId": wait})));
+            }
+            v.push((true, json!({"type": "message.text.started", "messageId": assistant, "role": "assistant", "messageScope": "run"})));
+            for d in ["Here are ", "the three ", "most cited ", "papers: ", "first, ", "second, ", "and third; ", "each checks journals."] {
+                v.push((true, json!({"type": "message.text.delta", "messageId": assistant, "delta": d})));
+            }
+            v.push((true, json!({"type": "message.text.completed", "messageId": assistant})));
+            v.push((true, json!({"type": "run.finished", "usage": {"promptTokens": 420, "completionTokens": 96, "totalTokens": 516}})));
+            v
+        }
+    }
+}
+
+/// Writes `n` events of `corpus` to `path`, streamed.
+fn write_corpus(corpus: Corpus, n: usize, path: &Path) {
+    let mut out = BufWriter::new(File::create(path).unwrap());
+    let (mut written, mut seq, mut t) = (0usize, 0u64, 0u64);
+    while written < n {
+        t += 1;
+        let root = format!("run-{t}");
+        let mut sequence = 0;
+        for (in_run, body) in turn(corpus, t) {
+            if written == n {
                 break;
             }
             seq += 1;
-            let mut m = json!({
-                "protocolVersion": "narad/v1", "eventId": format!("evt-{seq}"),
-                "timestamp": "2026-08-05T00:00:01.250Z", "sessionId": "session-bench",
-                "sessionSequence": seq, "rootRunId": root, "runId": root, "sequence": k + 1
+            let run = in_run.then(|| {
+                sequence += 1;
+                (root.as_str(), sequence)
             });
-            m.as_object_mut().unwrap().extend(body.as_object().cloned().unwrap());
-            let start = buf.len();
-            serde_json::to_writer(&mut buf, &m).unwrap();
-            spans.push((start, buf.len()));
-            buf.push(b'\n');
+            let mut m = envelope(seq, run);
+            m.as_object_mut()
+                .unwrap()
+                .extend(body.as_object().cloned().unwrap());
+            serde_json::to_writer(&mut out, &m).unwrap();
+            out.write_all(b"\n").unwrap();
+            written += 1;
         }
     }
-    (buf, spans)
+    out.flush().unwrap();
 }
 
-fn peak_rss_kib() -> Option<u64> {
+fn vm_hwm_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
         .lines()
@@ -61,63 +157,161 @@ fn peak_rss_kib() -> Option<u64> {
         .ok()
 }
 
-fn main() {
-    let n: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(1_000_000);
-    let (buf, spans) = journal(n);
-    let base = peak_rss_kib();
-
-    let t = Instant::now();
-    let parsed = spans
-        .iter()
-        .filter(|(a, b)| serde_json::from_slice::<Value>(&buf[*a..*b]).is_ok())
-        .count();
-    let parse_only = t.elapsed();
-    assert_eq!(parsed, n);
-    let after_parse = peak_rss_kib();
-
-    let t = Instant::now();
-    let mut checker = Checker::default();
-    for (i, (a, b)) in spans.iter().enumerate() {
-        if let Err(e) = checker.push_bytes(&buf[*a..*b]) {
-            panic!("bench journal rejected at {i}: {e}");
+/// Calls `f` with each of the first `n` lines of `path` (without the
+/// newline), reading through one reused buffer.
+fn each_line(path: &Path, n: usize, mut f: impl FnMut(usize, &[u8])) {
+    let mut r = BufReader::with_capacity(1 << 16, File::open(path).unwrap());
+    let mut line = Vec::with_capacity(1024);
+    for i in 0..n {
+        line.clear();
+        if r.read_until(b'\n', &mut line).unwrap() == 0 {
+            panic!("corpus has only {i} lines, {n} wanted");
         }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        f(i, &line);
     }
-    let full = t.elapsed();
-    let after_reduce = peak_rss_kib();
-    assert_eq!(checker.session_head("session-bench"), Some(n as u64));
+}
 
-    let rate = |d: std::time::Duration| n as f64 / d.as_secs_f64();
-    let mib = |k: Option<u64>| {
-        k.map_or("n/a".to_owned(), |k| {
-            format!("{:.0} MiB", k as f64 / 1024.0)
-        })
+/// One size in this (child) process; prints `key=value` fields for the parent.
+fn child(path: &Path, n: usize) {
+    let start_kib = vm_hwm_kib().unwrap_or(0);
+    // Warm the page cache without holding the file.
+    let mut sink = [0u8; 1 << 16];
+    let mut f = File::open(path).unwrap();
+    while f.read(&mut sink).unwrap() > 0 {}
+
+    let passes = if n <= 100_000 { 3 } else { 1 };
+    let (mut reduce, mut parse) = (Duration::MAX, Duration::MAX);
+    let (mut bytes, mut transcript, mut reduce_kib) = (0usize, 0usize, 0);
+    for pass in 0..passes {
+        let t = Instant::now();
+        let mut checker = Checker::default();
+        each_line(path, n, |i, line| {
+            if let Err(e) = checker.push_bytes(line) {
+                panic!("corpus rejected at record {i}: {e}");
+            }
+        });
+        reduce = reduce.min(t.elapsed());
+        assert_eq!(checker.session_head(SESSION), Some(n as u64));
+        if pass == 0 {
+            reduce_kib = vm_hwm_kib().unwrap_or(0);
+            transcript = checker.transcript(SESSION).map_or(0, |t| {
+                t.messages.iter().map(|m| m.content.len()).sum::<usize>()
+                    + t.reasoning.iter().map(|r| r.content.len()).sum::<usize>()
+            });
+        }
+        drop(checker);
+
+        let t = Instant::now();
+        let mut ok = 0usize;
+        each_line(path, n, |_, line| {
+            if pass == 0 {
+                bytes += line.len() + 1;
+            }
+            ok += usize::from(serde_json::from_slice::<Value>(line).is_ok());
+        });
+        parse = parse.min(t.elapsed());
+        assert_eq!(ok, n);
+    }
+    println!(
+        "reduce_ns={} parse_ns={} bytes={bytes} transcript={transcript} start_kib={start_kib} peak_kib={reduce_kib}",
+        reduce.as_nanos(),
+        parse.as_nanos()
+    );
+}
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn field(out: &str, key: &str) -> f64 {
+    out.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("child output lacks {key}: {out}"))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        let path = PathBuf::from(&args[i + 1]);
+        child(&path, args[i + 2].parse().unwrap());
+        return;
+    }
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
     };
+    let sizes: Vec<usize> = value("--sizes").map_or(DEFAULT_SIZES.to_vec(), |s| {
+        s.split(',').map(|x| x.trim().parse().unwrap()).collect()
+    });
+    let corpora: Vec<Corpus> = match value("--corpus").map(String::as_str) {
+        Some("steady") => vec![Corpus::Steady],
+        Some("conversation") => vec![Corpus::Conversation],
+        _ => vec![Corpus::Steady, Corpus::Conversation],
+    };
+    let max = sizes.iter().copied().max().unwrap_or(0);
+    let dir = TempDir(std::env::temp_dir().join(format!("narad-reduce-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let exe = std::env::current_exe().unwrap();
+
+    println!("reduce: parse + validate + reduce vs serde_json::from_slice::<Value>, input streamed from a file, one process per size");
     println!(
-        "reduce: {n} events, {:.0} MiB of JSONL",
-        buf.len() as f64 / 1_048_576.0
+        "{:<13} {:>9} {:>9} {:>13} {:>13} {:>7} {:>10} {:>10} {:>11} {:>10} {:>10}",
+        "corpus",
+        "events",
+        "MiB",
+        "parse ev/s",
+        "reduce ev/s",
+        "ratio",
+        "parse ns/ev",
+        "reduce ns/ev",
+        "transcript",
+        "RSS start",
+        "peak RSS"
     );
-    println!(
-        "  parse only (serde_json Value)    {:>10.0} events/s  ({:.2} s)",
-        rate(parse_only),
-        parse_only.as_secs_f64()
-    );
-    println!(
-        "  parse + validate + reduce        {:>10.0} events/s  ({:.2} s)",
-        rate(full),
-        full.as_secs_f64()
-    );
-    println!(
-        "  ratio full / parse-only          {:>10.2}x the time",
-        full.as_secs_f64() / parse_only.as_secs_f64()
-    );
-    println!(
-        "  peak RSS: corpus {}, after parse-only {}, after reduce {}",
-        mib(base),
-        mib(after_parse),
-        mib(after_reduce)
-    );
-    drop(checker);
+    for corpus in corpora {
+        let path = dir.0.join(format!("{}.jsonl", corpus.name()));
+        write_corpus(corpus, max, &path);
+        for &n in &sizes {
+            let out = Command::new(&exe)
+                .arg("--child")
+                .arg(&path)
+                .arg(n.to_string())
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "child failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let (reduce_ns, parse_ns) = (field(&stdout, "reduce_ns"), field(&stdout, "parse_ns"));
+            let rate = |ns: f64| n as f64 / (ns / 1e9);
+            let mib = |b: f64| b / 1_048_576.0;
+            println!(
+                "{:<13} {:>9} {:>9.1} {:>13.0} {:>13.0} {:>6.2}x {:>10.0} {:>10.0} {:>7.1} MiB {:>6.0} MiB {:>6.0} MiB",
+                corpus.name(),
+                n,
+                mib(field(&stdout, "bytes")),
+                rate(parse_ns),
+                rate(reduce_ns),
+                parse_ns / reduce_ns,
+                parse_ns / n as f64,
+                reduce_ns / n as f64,
+                mib(field(&stdout, "transcript")),
+                field(&stdout, "start_kib") / 1024.0,
+                field(&stdout, "peak_kib") / 1024.0,
+            );
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+    println!("ratio = reduce rate / parse rate (target >= 1.0); peak RSS is the child's VmHWM after its first reduce pass");
 }

@@ -122,9 +122,11 @@ impl SessionEntry {
                 id: w.clone(),
             },
         });
-        let interrupt = c.runs(sid).any(|(_, r)| r.open_interrupt.is_some())
+        // A terminal run holds no interrupt and is not paused: only open
+        // runs are scanned, so the cost follows open work, not history.
+        let interrupt = c.open_runs(sid).any(|(_, r)| r.open_interrupt.is_some())
             || c.workflows(sid).any(|(_, w)| w.open_interrupt.is_some());
-        let paused = c.runs(sid).any(|(_, r)| r.state == RunState::Paused)
+        let paused = c.open_runs(sid).any(|(_, r)| r.state == RunState::Paused)
             || c.workflows(sid).any(|(_, w)| w.open_pause.is_some());
         let any = c.runs(sid).next().is_some() || c.workflows(sid).next().is_some();
         let status = if meta.archived {

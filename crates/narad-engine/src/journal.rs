@@ -360,7 +360,7 @@ impl Journal {
     pub fn due(&self, now: std::time::SystemTime) -> Vec<String> {
         let open = |id: &str| {
             self.checker
-                .runs(&self.session_id)
+                .open_runs(&self.session_id)
                 .any(|(_, r)| r.open_interrupt.as_ref().is_some_and(|i| i.id == id))
                 || self
                     .checker

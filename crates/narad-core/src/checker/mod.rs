@@ -32,7 +32,6 @@ pub use documents::{Document, Documents, Lifecycle};
 use crate::graph::RunGraph;
 use crate::model::{
     AuthorityEnvelope, AuthorityEvent, AuthorityPayload, Cursor, Executor, HydratePayload,
-    InterruptScope,
 };
 use crate::record::{IgnoredAuthority, Parsed, Record};
 use crate::small_map::SmallMap;
@@ -319,6 +318,29 @@ impl Checker {
             .into_iter()
             .flat_map(|s| s.all_runs())
             .map(|(k, r)| (k, r.to_cow()))
+    }
+
+    /// The session's runs that have not reached a terminal, by `runId` in
+    /// order: what a host scans for open interrupts or pauses. Unlike
+    /// [`Checker::runs`] it does not rebuild closed runs, so its cost
+    /// follows open work, not history.
+    ///
+    /// ```
+    /// use narad_core::checker::Checker;
+    /// let mut c = Checker::default();
+    /// c.push_bytes(br#"{"type":"run.started","protocolVersion":"narad/v1","eventId":"e1","timestamp":"2026-08-05T00:00:00Z","sessionId":"s","sessionSequence":1,"rootRunId":"r","runId":"r","sequence":1}"#).unwrap();
+    /// assert_eq!(c.open_runs("s").map(|(id, _)| id).collect::<Vec<_>>(), ["r"]);
+    /// c.push_bytes(br#"{"type":"run.finished","protocolVersion":"narad/v1","eventId":"e2","timestamp":"2026-08-05T00:00:01Z","sessionId":"s","sessionSequence":2,"rootRunId":"r","runId":"r","sequence":2}"#).unwrap();
+    /// assert_eq!(c.open_runs("s").count(), 0);
+    /// assert_eq!(c.runs("s").count(), 1);
+    /// ```
+    pub fn open_runs(&self, session_id: &str) -> impl Iterator<Item = (&str, &Run)> {
+        self.sessions
+            .get(session_id)
+            .into_iter()
+            .flat_map(|s| s.w().runs.iter())
+            .filter(|(_, r)| !r.state.is_terminal())
+            .map(|(k, r)| (k.as_str(), r))
     }
 
     /// A workflow of the session, if it started.

@@ -13,19 +13,39 @@ use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::journal::Journal;
 
+/// The types whose events create or clear a timer.
+const TIMER_TYPES: [&[u8]; 4] = [
+    b"interrupt.requested",
+    b"interrupt.resolved",
+    b"run.paused",
+    b"run.resumed",
+];
+
+/// Whether `bytes` hold one of [`TIMER_TYPES`] as a whole quoted string
+/// (`"run.paused"`): a cheap filter run on every appended event before
+/// the few that match are parsed. One pass over the quote-separated
+/// segments (a segment between two consecutive quotes is exactly a
+/// quoted string without quotes), instead of a window search per type.
+fn mentions_timer_type(bytes: &[u8]) -> bool {
+    // The first segment precedes every quote and the last follows the
+    // last one: neither is quoted.
+    let mut segments = bytes.split(|b| *b == b'"').skip(1).peekable();
+    while let Some(seg) = segments.next() {
+        if segments.peek().is_none() {
+            return false;
+        }
+        if TIMER_TYPES.contains(&seg) {
+            return true;
+        }
+    }
+    false
+}
+
 /// The timers `events` (already applied to `j`) create and clear.
 fn of_events(j: &Journal, events: &[StoredEvent]) -> (Vec<TimerRecord>, Vec<TimerRecord>) {
     let (mut created, mut cleared) = (Vec::new(), Vec::new());
     for ev in events {
-        let relevant = [
-            &b"\"interrupt.requested\""[..],
-            b"\"interrupt.resolved\"",
-            b"\"run.paused\"",
-            b"\"run.resumed\"",
-        ]
-        .iter()
-        .any(|t| ev.bytes.windows(t.len()).any(|w| w == *t));
-        if !relevant {
+        if !mentions_timer_type(&ev.bytes) {
             continue;
         }
         let Ok(v) = serde_json::from_slice::<Value>(&ev.bytes) else {
@@ -126,5 +146,44 @@ impl<S: Store + 'static> Engine<S> {
             return Ok(Some(t.delete()?));
         }
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{mentions_timer_type, TIMER_TYPES};
+
+    /// The filter answers exactly "contains `\"TYPE\"`" for each timer type.
+    #[test]
+    fn the_filter_matches_a_quoted_timer_type_only() {
+        let quoted = |b: &[u8]| {
+            TIMER_TYPES.iter().any(|t| {
+                let q = [&b"\""[..], t, b"\""].concat();
+                b.windows(q.len()).any(|w| w == q)
+            })
+        };
+        let cases: [&[u8]; 11] = [
+            br#"{"type":"run.paused","waitId":"w"}"#,
+            br#"{"waitId":"w","type":"interrupt.resolved"}"#,
+            br#"{"type":"run.resumed"}"#,
+            br#"{"type":"interrupt.requested"}"#,
+            br#"{"type":"run.pausedx"}"#,
+            br#"{"type":"message.user.recorded","content":"run.paused"}"#,
+            br#"{"type":"message.user.recorded","content":"say "run.paused" now"}"#,
+            br#"run.paused"#,
+            br#"x"run.paused"#,
+            br#""run.paused""#,
+            br#""#,
+        ];
+        for c in cases {
+            assert_eq!(
+                mentions_timer_type(c),
+                quoted(c),
+                "{}",
+                String::from_utf8_lossy(c)
+            );
+        }
+        assert!(mentions_timer_type(cases[0]));
+        assert!(!mentions_timer_type(cases[4]));
     }
 }
