@@ -97,6 +97,18 @@ pub fn from_slice_strict(bytes: &[u8]) -> Result<Value, JsonError> {
     })
 }
 
+/// A JSON value parsed strictly (no repeated member names at any depth) as
+/// a member of a larger document; the error carries no pointer, so it is
+/// only for a caller that falls back to [`from_slice_strict`] to report.
+pub(crate) struct StrictValue(pub(crate) Value);
+
+impl<'de> de::Deserialize<'de> for StrictValue {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let trail = RefCell::new(None);
+        Strict(&trail).deserialize(d).map(StrictValue)
+    }
+}
+
 /// The pointer segments of a repeated member, innermost first; `None`
 /// unless a repeat was found. Written only on the error path.
 type Trail = RefCell<Option<Vec<String>>>;

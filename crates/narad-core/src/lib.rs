@@ -26,6 +26,8 @@
 
 pub mod checker;
 pub mod error;
+mod fast;
+mod fingerprint;
 pub mod graph;
 pub mod json;
 pub mod limits;

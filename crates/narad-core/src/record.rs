@@ -151,10 +151,26 @@ impl Validator {
     }
 
     /// Parses and validates one record, keeping `bytes` as the record's
-    /// identity without copying. The parse is strict
+    /// identity without copying. The hot authority types take a one-pass
+    /// fast path; anything it is not sure of is decided by the strict slow
+    /// path, so verdicts and messages do not depend on the path. The parse is strict
     /// ([`crate::json::from_slice_strict`]): an object that repeats a member
     /// name, at any depth, is refused with `duplicate_key`.
     pub fn parse_bytes(&self, bytes: Bytes) -> Result<Parsed, E> {
+        if bytes.len() > self.config().limits.max_record_bytes {
+            return Err(too_large(self));
+        }
+        if let Some(parsed) = self.parse_fast(&bytes) {
+            return Ok(parsed);
+        }
+        self.parse_slow(bytes)
+    }
+
+    /// The strict slow path alone: a `Value` of the whole record, validated
+    /// field by field, then the typed model read from it. It decides every
+    /// record the fast path declines; tests compare the two.
+    #[doc(hidden)]
+    pub fn parse_slow(&self, bytes: Bytes) -> Result<Parsed, E> {
         if bytes.len() > self.config().limits.max_record_bytes {
             return Err(too_large(self));
         }

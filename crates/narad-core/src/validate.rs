@@ -545,7 +545,7 @@ fn check_profile_authority(ty: &str, f: &Fields<'_>) -> Result<RecordClass, E> {
 }
 
 /// `^[a-z0-9]+(\.[a-z0-9]+)+$`
-fn is_extension_name(name: &str) -> bool {
+pub(crate) fn is_extension_name(name: &str) -> bool {
     let mut segments = 0;
     for seg in name.split('.') {
         if seg.is_empty()

@@ -607,7 +607,7 @@ impl Checker {
             .sessions
             .entry(env.session_id.as_str().into())
             .or_default();
-        let result = s.ignored(env, fingerprint(ev.wire.json()));
+        let result = s.ignored(env, fingerprint(&ev.wire));
         if result.is_ok() && !self.full_history {
             s.retire(None, None, env.root_run_id.as_deref());
         }
@@ -623,7 +623,7 @@ impl Checker {
             .sessions
             .entry(env.session_id.as_str().into())
             .or_default();
-        let fp = fingerprint(ev.wire.json());
+        let fp = fingerprint(&ev.wire);
         if let Some(dup) = dedup(&s.seen, &env.event_id, fp)? {
             return Ok(dup);
         }

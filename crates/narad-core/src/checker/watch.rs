@@ -7,7 +7,7 @@ use super::*;
 impl Checker {
     pub(super) fn watch(&mut self, w: &crate::model::WatchEvent) -> R<Applied> {
         use crate::model::WatchPayload as W;
-        let fp = fingerprint(w.wire.json());
+        let fp = fingerprint(&w.wire);
         let (id, rev) = (&w.envelope.event_id, w.envelope.revision);
         let (session_id, key) = match &w.payload {
             W::WorkspaceRevision { workspace_id, .. }

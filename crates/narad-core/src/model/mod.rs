@@ -19,17 +19,38 @@ pub use watch::*;
 use bytes::Bytes;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
+use std::fmt;
+use std::sync::OnceLock;
 
 /// The exact bytes of a record and the JSON object they encode.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// A record taken by the fast parse path builds its object only when
+/// [`Wire::json`] is first called; its content fingerprint is computed
+/// while parsing.
+#[derive(Clone)]
 pub struct Wire {
     bytes: Bytes,
-    json: Map<String, Value>,
+    json: OnceLock<Map<String, Value>>,
+    fingerprint: OnceLock<u64>,
 }
 
 impl Wire {
     pub(crate) fn new(bytes: Bytes, json: Map<String, Value>) -> Self {
-        Self { bytes, json }
+        Self {
+            bytes,
+            json: OnceLock::from(json),
+            fingerprint: OnceLock::new(),
+        }
+    }
+
+    /// A record whose bytes were validated as a strict JSON object and
+    /// whose fingerprint is known; the object is built on demand.
+    pub(crate) fn lazy(bytes: Bytes, fingerprint: u64) -> Self {
+        Self {
+            bytes,
+            json: OnceLock::new(),
+            fingerprint: OnceLock::from(fingerprint),
+        }
     }
 
     /// The bytes exactly as received or appended.
@@ -39,7 +60,38 @@ impl Wire {
 
     /// The JSON object, unknown fields included.
     pub fn json(&self) -> &Map<String, Value> {
-        &self.json
+        self.json.get_or_init(|| {
+            // Only lazy wires reach this, and their bytes parsed as a strict
+            // object already; an empty map is unreachable.
+            match crate::json::from_slice_strict(&self.bytes) {
+                Ok(Value::Object(map)) => map,
+                _ => Map::new(),
+            }
+        })
+    }
+
+    /// The content fingerprint of the object, the dedup identity of its
+    /// content (§4.1): equal for equal JSON values, however encoded.
+    #[doc(hidden)]
+    pub fn fingerprint(&self) -> u64 {
+        *self
+            .fingerprint
+            .get_or_init(|| crate::fingerprint::of_map(self.json()))
+    }
+}
+
+impl PartialEq for Wire {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes == other.bytes && self.json() == other.json()
+    }
+}
+
+impl fmt::Debug for Wire {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Wire")
+            .field("bytes", &self.bytes)
+            .field("json", self.json())
+            .finish()
     }
 }
 

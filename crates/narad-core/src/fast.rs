@@ -1,0 +1,513 @@
+//! The fast parse path for the hot authority types: one pass from bytes to
+//! the typed record, with no intermediate `serde_json::Value` of the whole
+//! record and no second deserialization from it.
+//!
+//! It accepts only what it is sure of and otherwise declines (`None`), and
+//! the strict slow path (`json` + `validate` + typed model) then decides, so
+//! every refusal and its message stay those of the slow path. It declines
+//! on: a type outside the fast set or of an inactive profile; any member it
+//! does not know for that type (unknown members are kept by the slow path);
+//! any repeated member name (serde refuses a repeated known field, nested
+//! values are parsed strictly); `null` for an optional member; escaped
+//! enum-like strings; anything near a limit; and any rule not met. When it
+//! accepts, the result equals the slow path's (`tests/fast_path.rs` checks
+//! this on every published trace and on random records).
+
+use crate::fingerprint::{of_members, Item};
+use crate::json::StrictValue;
+use crate::model::{
+    AuthorityEnvelope, AuthorityEvent, AuthorityPayload as P, CustomFields, Executor,
+    InterruptScope, Outcome, Privacy, ProgressStatus, ReasoningFields, Role, Scope, Usage, Wire,
+};
+use crate::registry::{self, RecordClass, RecordKind};
+use crate::timestamp::is_utc_timestamp;
+use crate::validate::{is_extension_name, Validator, PROTOCOL_VERSION};
+use crate::{Parsed, Record};
+use bytes::Bytes;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+/// A present member is `Some` even when its value would be `null` to
+/// `Option`: here `null` fails to parse, so the record is declined.
+fn some<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// Every member any fast type may carry.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Flat<'a> {
+    #[serde(rename = "type")]
+    ty: &'a str,
+    protocol_version: &'a str,
+    event_id: String,
+    timestamp: String,
+    session_id: String,
+    session_sequence: u64,
+    #[serde(default, deserialize_with = "some")]
+    workflow_id: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    workflow_sequence: Option<u64>,
+    #[serde(default, deserialize_with = "some")]
+    root_run_id: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    run_id: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    sequence: Option<u64>,
+    #[serde(default, deserialize_with = "some")]
+    parent_run_id: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    parent_tool_call_id: Option<String>,
+    // The payload members of the fast types.
+    #[serde(default, deserialize_with = "some")]
+    client_executor_id: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    usage: Option<StrictValue>,
+    #[serde(default, deserialize_with = "some")]
+    tool_call_id: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    tool_name: Option<String>,
+    #[serde(default, deserialize_with = "some", borrow)]
+    executor: Option<&'a str>,
+    #[serde(default, deserialize_with = "some")]
+    args: Option<StrictValue>,
+    #[serde(default, deserialize_with = "some", borrow)]
+    outcome: Option<&'a str>,
+    #[serde(default, deserialize_with = "some")]
+    response: Option<StrictValue>,
+    #[serde(default, deserialize_with = "some")]
+    code: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    message: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    interrupt_id: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    wait_id: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    kind: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    actions: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "some", borrow)]
+    scope: Option<&'a str>,
+    #[serde(default, deserialize_with = "some")]
+    expires_at: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    title: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    input: Option<StrictValue>,
+    #[serde(default, deserialize_with = "some")]
+    decision: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    reason: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    progress_id: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    category: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    label: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    detail: Option<String>,
+    #[serde(default, deserialize_with = "some", borrow)]
+    status: Option<&'a str>,
+    #[serde(default, deserialize_with = "some", borrow)]
+    privacy: Option<&'a str>,
+    #[serde(default, deserialize_with = "some")]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    value: Option<StrictValue>,
+    #[serde(default, deserialize_with = "some")]
+    message_id: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    delta: Option<String>,
+    #[serde(default, deserialize_with = "some", borrow)]
+    role: Option<&'a str>,
+    #[serde(default, deserialize_with = "some", borrow)]
+    message_scope: Option<&'a str>,
+    #[serde(default, deserialize_with = "some")]
+    reasoning_id: Option<String>,
+}
+
+/// Non-empty.
+fn ne(s: &Option<String>) -> bool {
+    s.as_deref().is_some_and(|s| !s.is_empty())
+}
+
+/// Absent or non-empty.
+fn opt_ne(s: &Option<String>) -> bool {
+    s.as_deref().is_none_or(|s| !s.is_empty())
+}
+
+/// `Some(())` when `ok`, so rules chain with `?`.
+fn ensure(ok: bool) -> Option<()> {
+    ok.then_some(())
+}
+
+/// The fingerprint of the object the members form (see `crate::fingerprint`).
+fn fingerprint(f: &Flat<'_>) -> u64 {
+    let mut m: Vec<(&str, Item<'_>)> = Vec::with_capacity(16);
+    let strs: [(&str, Option<&str>); 37] = [
+        ("type", Some(f.ty)),
+        ("protocolVersion", Some(f.protocol_version)),
+        ("eventId", Some(&f.event_id)),
+        ("timestamp", Some(&f.timestamp)),
+        ("sessionId", Some(&f.session_id)),
+        ("workflowId", f.workflow_id.as_deref()),
+        ("rootRunId", f.root_run_id.as_deref()),
+        ("runId", f.run_id.as_deref()),
+        ("parentRunId", f.parent_run_id.as_deref()),
+        ("parentToolCallId", f.parent_tool_call_id.as_deref()),
+        ("clientExecutorId", f.client_executor_id.as_deref()),
+        ("toolCallId", f.tool_call_id.as_deref()),
+        ("toolName", f.tool_name.as_deref()),
+        ("executor", f.executor),
+        ("outcome", f.outcome),
+        ("code", f.code.as_deref()),
+        ("message", f.message.as_deref()),
+        ("interruptId", f.interrupt_id.as_deref()),
+        ("waitId", f.wait_id.as_deref()),
+        ("kind", f.kind.as_deref()),
+        ("scope", f.scope),
+        ("expiresAt", f.expires_at.as_deref()),
+        ("title", f.title.as_deref()),
+        ("decision", f.decision.as_deref()),
+        ("reason", f.reason.as_deref()),
+        ("progressId", f.progress_id.as_deref()),
+        ("category", f.category.as_deref()),
+        ("label", f.label.as_deref()),
+        ("detail", f.detail.as_deref()),
+        ("status", f.status),
+        ("privacy", f.privacy),
+        ("name", f.name.as_deref()),
+        ("messageId", f.message_id.as_deref()),
+        ("delta", f.delta.as_deref()),
+        ("role", f.role),
+        ("messageScope", f.message_scope),
+        ("reasoningId", f.reasoning_id.as_deref()),
+    ];
+    for (k, v) in strs {
+        if let Some(v) = v {
+            m.push((k, Item::Str(v)));
+        }
+    }
+    m.push(("sessionSequence", Item::Uint(f.session_sequence)));
+    for (k, v) in [
+        ("workflowSequence", f.workflow_sequence),
+        ("sequence", f.sequence),
+    ] {
+        if let Some(v) = v {
+            m.push((k, Item::Uint(v)));
+        }
+    }
+    for (k, v) in [
+        ("usage", &f.usage),
+        ("args", &f.args),
+        ("response", &f.response),
+        ("input", &f.input),
+        ("value", &f.value),
+    ] {
+        if let Some(StrictValue(v)) = v {
+            m.push((k, Item::Json(v)));
+        }
+    }
+    if let Some(a) = &f.actions {
+        m.push(("actions", Item::Strs(a)));
+    }
+    of_members(&mut m)
+}
+
+impl Validator {
+    /// The fast path: `Some` only for a record it is sure of (see the
+    /// module docs); `None` hands the record to the slow path. Public for
+    /// the differential test only.
+    #[doc(hidden)]
+    pub fn parse_fast(&self, bytes: &Bytes) -> Option<Parsed> {
+        let limits = self.config().limits;
+        // No string (unescaped, or key) is longer than the record, so the
+        // string bound holds; the record itself is depth 1.
+        ensure(bytes.len() <= limits.max_string_bytes && limits.max_depth >= 1)?;
+        // A struct also deserializes from an array; only an object is a record.
+        ensure(bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))?;
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let mut f = Flat::deserialize(&mut de).ok()?;
+        de.end().ok()?;
+        let info = registry::lookup(f.ty)?;
+        ensure(
+            info.kind() == RecordKind::Authority && self.config().profiles.contains(info.profile),
+        )?;
+        ensure(f.protocol_version == PROTOCOL_VERSION)?;
+        ensure(!f.event_id.is_empty() && is_utc_timestamp(&f.timestamp))?;
+        ensure(!f.session_id.is_empty() && f.session_sequence >= 1)?;
+        ensure(opt_ne(&f.workflow_id) && f.workflow_sequence.is_none_or(|s| s >= 1))?;
+        ensure(f.workflow_id.is_some() == f.workflow_sequence.is_some())?;
+        // Run-tree fields all present and well formed, or all absent.
+        let run_tree = ne(&f.root_run_id) && ne(&f.run_id) && f.sequence.is_some_and(|s| s >= 1);
+        let no_run_tree = f.root_run_id.is_none() && f.run_id.is_none() && f.sequence.is_none();
+        ensure(run_tree || no_run_tree)?;
+        // Nested values: the depth bound counts from the record.
+        let inner = crate::Limits {
+            max_depth: limits.max_depth - 1,
+            ..limits
+        };
+        for v in [&f.usage, &f.args, &f.response, &f.input, &f.value]
+            .into_iter()
+            .flatten()
+        {
+            inner.check_value(&v.0).ok()?;
+        }
+        let fp = fingerprint(&f);
+        let core = info.profile == crate::Profile::Core;
+        if core {
+            ensure(run_tree && opt_ne(&f.parent_run_id) && opt_ne(&f.parent_tool_call_id))?;
+        } else {
+            // Profile types leave these unchecked; the slow path decides.
+            ensure(f.parent_run_id.is_none() && f.parent_tool_call_id.is_none())?;
+        }
+        let mut class = RecordClass::RunTreeAuthority;
+        let ty = f.ty;
+        let payload = match ty {
+            "run.started" => {
+                ensure(opt_ne(&f.client_executor_id))?;
+                P::RunStarted {
+                    client_executor_id: f.client_executor_id.take(),
+                }
+            }
+            "run.finished" => P::RunFinished {
+                artifact_ids: None,
+                usage: match f.usage.take() {
+                    None => None,
+                    Some(StrictValue(u)) => Some(usage(u)?),
+                },
+            },
+            "tool.call.started" => {
+                ensure(ne(&f.tool_call_id) && ne(&f.tool_name))?;
+                P::ToolCallStarted {
+                    tool_call_id: f.tool_call_id.take()?,
+                    tool_name: f.tool_name.take()?,
+                    executor: match f.executor.take()? {
+                        "backend" => Executor::Backend,
+                        "client" => Executor::Client,
+                        _ => return None,
+                    },
+                    args: f.args.take()?.0,
+                }
+            }
+            "tool.call.finished" => {
+                ensure(ne(&f.tool_call_id))?;
+                P::ToolCallFinished {
+                    tool_call_id: f.tool_call_id.take()?,
+                    outcome: match f.outcome.take()? {
+                        "success" => Outcome::Success,
+                        "error" => Outcome::Error,
+                        "cancelled" => Outcome::Cancelled,
+                        _ => return None,
+                    },
+                    response: f.response.take()?.0,
+                    code: f.code.take(),
+                    message: f.message.take(),
+                }
+            }
+            "interrupt.requested" => {
+                let scope = run_scope(f.scope.take())?;
+                ensure(ne(&f.interrupt_id) && ne(&f.wait_id) && ne(&f.kind))?;
+                let actions = f.actions.take()?;
+                ensure(!actions.is_empty() && actions.len() <= limits.max_array_len)?;
+                let mut seen = std::collections::HashSet::with_capacity(actions.len());
+                ensure(
+                    actions
+                        .iter()
+                        .all(|a| !a.is_empty() && seen.insert(a.as_str())),
+                )?;
+                ensure(f.expires_at.as_deref().is_none_or(is_utc_timestamp))?;
+                P::InterruptRequested {
+                    interrupt_id: f.interrupt_id.take()?,
+                    wait_id: f.wait_id.take()?,
+                    kind: f.kind.take()?,
+                    actions,
+                    scope,
+                    expires_at: f.expires_at.take(),
+                    title: f.title.take(),
+                    message: f.message.take(),
+                    input: f.input.take().map(|v| v.0),
+                }
+            }
+            "interrupt.resolved" => {
+                let scope = run_scope(f.scope.take())?;
+                ensure(ne(&f.interrupt_id) && ne(&f.wait_id) && ne(&f.decision))?;
+                P::InterruptResolved {
+                    interrupt_id: f.interrupt_id.take()?,
+                    wait_id: f.wait_id.take()?,
+                    decision: f.decision.take()?,
+                    reason: f.reason.take(),
+                    scope,
+                    members: None,
+                }
+            }
+            "progress.recorded" => {
+                ensure(run_tree && ne(&f.progress_id) && ne(&f.category) && ne(&f.label))?;
+                P::ProgressRecorded {
+                    progress_id: f.progress_id.take()?,
+                    category: f.category.take()?,
+                    label: f.label.take()?,
+                    detail: f.detail.take(),
+                    status: match f.status.take()? {
+                        "active" => ProgressStatus::Active,
+                        "completed" => ProgressStatus::Completed,
+                        "failed" => ProgressStatus::Failed,
+                        "cancelled" => ProgressStatus::Cancelled,
+                        _ => return None,
+                    },
+                    privacy: match f.privacy.take()? {
+                        "public" => Privacy::Public,
+                        "internal" => Privacy::Internal,
+                        "sensitive" => Privacy::Sensitive,
+                        _ => return None,
+                    },
+                }
+            }
+            "run.custom" => {
+                ensure(run_tree && f.name.as_deref().is_some_and(is_extension_name))?;
+                P::RunCustom(CustomFields {
+                    name: f.name.take()?,
+                    value: f.value.take()?.0,
+                })
+            }
+            "message.text.started" => {
+                ensure(ne(&f.message_id))?;
+                let message_scope = match f.message_scope.take()? {
+                    "session" => {
+                        class = RecordClass::SessionAuthority;
+                        Scope::Session
+                    }
+                    "run" if run_tree => Scope::Run,
+                    _ => return None,
+                };
+                P::MessageTextStarted {
+                    message_id: f.message_id.take()?,
+                    role: match f.role.take()? {
+                        "assistant" => Role::Assistant,
+                        "system" => Role::System,
+                        _ => return None,
+                    },
+                    message_scope,
+                }
+            }
+            "message.text.delta" => {
+                class = RecordClass::SessionAuthority;
+                ensure(ne(&f.message_id))?;
+                P::MessageTextDelta {
+                    message_id: f.message_id.take()?,
+                    delta: f.delta.take()?,
+                }
+            }
+            "message.text.completed" => {
+                class = RecordClass::SessionAuthority;
+                ensure(ne(&f.message_id))?;
+                P::MessageTextCompleted {
+                    message_id: f.message_id.take()?,
+                }
+            }
+            "reasoning.started" | "reasoning.delta" | "reasoning.completed" => {
+                class = RecordClass::SessionAuthority;
+                ensure(ne(&f.reasoning_id) && opt_ne(&f.message_id))?;
+                let fields = ReasoningFields {
+                    reasoning_id: f.reasoning_id.take()?,
+                    message_id: f.message_id.take(),
+                    delta: f.delta.take(),
+                };
+                match ty {
+                    "reasoning.delta" => {
+                        ensure(fields.delta.is_some())?;
+                        P::ReasoningDelta(fields)
+                    }
+                    // A delta on the others is a member the slow path keeps.
+                    _ if fields.delta.is_some() => return None,
+                    "reasoning.started" => P::ReasoningStarted(fields),
+                    _ => P::ReasoningCompleted(fields),
+                }
+            }
+            _ => return None,
+        };
+        // Every member present was taken by the type; one left over is a
+        // member this type does not name, which the slow path keeps.
+        ensure(f.has_no_body())?;
+        let envelope = AuthorityEnvelope {
+            protocol_version: PROTOCOL_VERSION.to_owned(),
+            event_id: f.event_id,
+            timestamp: f.timestamp,
+            session_id: f.session_id,
+            session_sequence: f.session_sequence,
+            workflow_id: f.workflow_id,
+            workflow_sequence: f.workflow_sequence,
+            root_run_id: f.root_run_id,
+            run_id: f.run_id,
+            sequence: f.sequence,
+            parent_run_id: f.parent_run_id,
+            parent_tool_call_id: f.parent_tool_call_id,
+            node_id: None,
+        };
+        Some(Parsed::Record {
+            record: Record::Authority(AuthorityEvent {
+                envelope,
+                payload,
+                wire: Wire::lazy(bytes.clone(), fp),
+            }),
+            class,
+        })
+    }
+}
+
+/// A run-scope interrupt: `scope` absent or `run`.
+fn run_scope(scope: Option<&str>) -> Option<Option<InterruptScope>> {
+    match scope {
+        None => Some(None),
+        Some("run") => Some(Some(InterruptScope::Run)),
+        Some(_) => None,
+    }
+}
+
+/// `usage`: an object whose token counters, when present, are integers ≥ 0.
+fn usage(u: Value) -> Option<Usage> {
+    let map = u.as_object()?;
+    for k in ["promptTokens", "completionTokens", "totalTokens"] {
+        ensure(map.get(k).is_none_or(|v| v.as_u64().is_some()))?;
+    }
+    Usage::deserialize(u).ok()
+}
+
+impl Flat<'_> {
+    fn has_no_body(&self) -> bool {
+        self.client_executor_id.is_none()
+            && self.usage.is_none()
+            && self.tool_call_id.is_none()
+            && self.tool_name.is_none()
+            && self.executor.is_none()
+            && self.args.is_none()
+            && self.outcome.is_none()
+            && self.response.is_none()
+            && self.code.is_none()
+            && self.message.is_none()
+            && self.interrupt_id.is_none()
+            && self.wait_id.is_none()
+            && self.kind.is_none()
+            && self.actions.is_none()
+            && self.scope.is_none()
+            && self.expires_at.is_none()
+            && self.title.is_none()
+            && self.input.is_none()
+            && self.decision.is_none()
+            && self.reason.is_none()
+            && self.progress_id.is_none()
+            && self.category.is_none()
+            && self.label.is_none()
+            && self.detail.is_none()
+            && self.status.is_none()
+            && self.privacy.is_none()
+            && self.name.is_none()
+            && self.value.is_none()
+            && self.message_id.is_none()
+            && self.delta.is_none()
+            && self.role.is_none()
+            && self.message_scope.is_none()
+            && self.reasoning_id.is_none()
+    }
+}
