@@ -4,6 +4,7 @@
 //! the reduced state as Rust types.
 
 pub(crate) mod commands;
+pub(crate) mod details;
 pub(crate) mod envelope;
 pub(crate) mod patch;
 pub(crate) mod state;
