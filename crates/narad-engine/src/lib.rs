@@ -73,6 +73,7 @@ pub use retention::{PruneReport, RetentionPolicy};
 pub use stream::{ReasoningStream, Role, TextOptions, TextStream};
 pub use subscribe::{Follow, FollowItem};
 pub use timers::{FiredTimer, TimerKind, TimerReport, TIMER_PRINCIPAL};
+pub use typed::assets::{Asset, AssetStep, ViewUpdate};
 pub use typed::commands::{document_key, DocumentKind, Privacy, Progress, ProgressStatus};
 pub use typed::details::ARGS_SUMMARY_MAX;
 pub use typed::patch::{Patch, PatchOp};
@@ -80,5 +81,6 @@ pub use typed::state::{
     InterruptInfo, SessionState, ToolCall, ToolCallState, ToolResult, TranscriptMessage,
     TranscriptState, UsageTotals,
 };
+pub use typed::trace::{Span, SpanEnd, SpanStatus};
 pub use typed::usage::Usage;
 pub use watch::WatchFollow;
