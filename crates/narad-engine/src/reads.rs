@@ -283,6 +283,11 @@ impl<S: Store + 'static> Engine<S> {
             })
             .await?;
         let mut s = s;
+        // No tool call, open interrupt or ended run: nothing to fold.
+        let ended = s.runs.values().any(|r| r.state.is_terminal());
+        if s.tools.is_empty() && s.interrupts.is_empty() && !ended {
+            return Ok(s);
+        }
         let mut details = crate::typed::details::Details::default();
         let mut cursor = 0u64;
         'pages: while cursor < s.head {

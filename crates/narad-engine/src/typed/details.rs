@@ -79,6 +79,28 @@ impl Details {
     /// and bytes that do not parse, are skipped: the store holds checked
     /// events only).
     pub(crate) fn push(&mut self, session_id: &str, bytes: &[u8]) {
+        // Most events (text deltas) are of no folded type: read only their
+        // `type`, without building any of their fields.
+        #[derive(Deserialize)]
+        struct Typed<'a> {
+            #[serde(rename = "type", borrow)]
+            ty: std::borrow::Cow<'a, str>,
+        }
+        let folded = serde_json::from_slice::<Typed<'_>>(bytes).is_ok_and(|t| {
+            matches!(
+                &*t.ty,
+                "tool.call.started"
+                    | "tool.call.finished"
+                    | "interrupt.requested"
+                    | "interrupt.resolved"
+                    | "run.finished"
+                    | "run.error"
+                    | "run.cancelled"
+            )
+        });
+        if !folded {
+            return;
+        }
         let Ok(f) = serde_json::from_slice::<Fact>(bytes) else {
             return;
         };
