@@ -1,9 +1,11 @@
 //! A scripted agent with the shape of an LLM-driven one, on the typed API:
 //! a user message, a run, a streamed reply with reasoning (24 deltas), two
-//! backend tool calls, an approval with an expiry, progress, a patched
-//! state document and usage. A UI task attaches and prints what it
+//! backend tool calls, an approval with an expiry (shown from the typed
+//! state while it is open), progress, a patched state document, a UI view,
+//! an artifact and usage. A UI task attaches and prints the typed items it
 //! receives. Then the process "restarts" (the store is closed and opened
-//! again) and reads back the typed transcript and the list of sessions.
+//! again) and reads back the typed transcript, tool calls, usage totals
+//! and the list of sessions.
 //! No protocol field is written as JSON here: only tool args and
 //! responses and the state document are.
 //!
@@ -12,9 +14,11 @@
 
 use std::time::Duration;
 
+use narad_core::model::AuthorityPayload as P;
 use narad_engine::{
-    DocumentKind, Engine, EventScope, Interrupt, NewSession, Patch, Principal, Progress,
-    ProgressStatus, Resolve, StartRun, Terminal, TextOptions, ToolOutcome, Usage,
+    Asset, AssetStep, DocumentKind, Engine, EventScope, Interrupt, NewSession, Patch, Principal,
+    Progress, ProgressStatus, Resolve, StartRun, Terminal, TextOptions, ToolOutcome, Usage,
+    ViewUpdate,
 };
 use serde_json::json;
 
@@ -43,19 +47,29 @@ async fn agent(url: &str) -> Result<(), Box<dyn std::error::Error>> {
     let engine = Engine::new(narad_stores::open(url).await?);
     let sid = engine.create_session(&me, NewSession::default()).await?;
 
-    // A UI attaches and prints every event it receives, until the run ends.
+    // A UI attaches and prints the typed items it receives, until the run ends.
     let mut live = engine.attach(&me, &sid).await?.follow;
     let ui = tokio::spawn(async move {
         let mut seen = 0usize;
-        while let Ok(Some(ev)) = live.next().await {
+        while let Ok(Some(item)) = live.next_item().await {
             seen += 1;
-            let v: serde_json::Value = serde_json::from_slice(&ev.bytes).unwrap_or_default();
-            let ty = v["type"].as_str().unwrap_or("?").to_owned();
-            if !ty.ends_with(".delta") {
-                println!("  ui <- #{} {ty}", ev.position.session_sequence);
-            }
-            if ty == "run.finished" {
-                break;
+            let at = item.event.position.session_sequence;
+            match &item.record.payload {
+                P::MessageTextDelta { .. } | P::ReasoningDelta(_) => {}
+                P::ToolCallStarted { tool_name, .. } => {
+                    println!("  ui <- #{at} calling {tool_name}")
+                }
+                P::InterruptRequested { title, .. } => {
+                    println!("  ui <- #{at} asks: {}", title.as_deref().unwrap_or("?"));
+                }
+                P::RunFinished { .. } => {
+                    println!("  ui <- #{at} run finished");
+                    break;
+                }
+                _ => {
+                    let ty = item.record.wire.json().get("type").and_then(|t| t.as_str());
+                    println!("  ui <- #{at} {}", ty.unwrap_or("?"));
+                }
             }
         }
         seen
@@ -125,6 +139,16 @@ async fn agent(url: &str) -> Result<(), Box<dyn std::error::Error>> {
         .title("Book the 120 EUR flight?")
         .expires_in(Duration::from_secs(600));
     let (approval, _wait) = engine.request_interrupt(&me, &sid, ask).await?;
+    // What an approval screen reads: the open interrupt, typed.
+    for (id, open) in engine.state(&me, &sid).await?.open_interrupts() {
+        println!(
+            "open interrupt {id}: {} {:?} {:?}, until {}",
+            open.kind.as_deref().unwrap_or("?"),
+            open.title.as_deref().unwrap_or(""),
+            open.actions,
+            open.expires_at.as_deref().unwrap_or("never")
+        );
+    }
     let resolved = engine
         .resolve_interrupt(&me, Resolve::new(&approval, "approve").reason("fine"))
         .await?;
@@ -137,6 +161,34 @@ async fn agent(url: &str) -> Result<(), Box<dyn std::error::Error>> {
             &sid,
             &book,
             ToolOutcome::success(json!({"pnr": "X7Q2"})),
+        )
+        .await?;
+    // The booking confirmation: an artifact (a reference, never the
+    // bytes), and a view the UI renders.
+    let ticket = engine
+        .add_artifact(
+            &me,
+            &sid,
+            at.clone(),
+            Asset::new()
+                .name("ticket.pdf")
+                .media_type("application/pdf")
+                .uri("https://example.invalid/tickets/X7Q2.pdf"),
+        )
+        .await?;
+    engine
+        .update_artifact(&me, &sid, at.clone(), &ticket, AssetStep::Ready)
+        .await?;
+    engine
+        .open_view(&me, &sid, at.clone(), "itinerary", json!({"legs": []}))
+        .await?;
+    engine
+        .update_view(
+            &me,
+            &sid,
+            at.clone(),
+            "itinerary",
+            ViewUpdate::Patch(Patch::new().add("/legs/-", "LIS fri 09:00")),
         )
         .await?;
     engine
@@ -196,8 +248,26 @@ async fn agent(url: &str) -> Result<(), Box<dyn std::error::Error>> {
             println!("  {:>9}  (reasoning: {r})", "");
         }
     }
+    for call in state.tools.values() {
+        let outcome = call.result.as_ref().map(|r| r.outcome);
+        println!(
+            "  tool {} {} -> {outcome:?}",
+            call.name.as_deref().unwrap_or("?"),
+            call.args_summary.as_deref().unwrap_or("")
+        );
+    }
     let doc = &state.documents.documents[&narad_engine::document_key(DocumentKind::State, &at)];
     println!("state document at revision {}: {}", doc.revision, doc.value);
+    println!(
+        "view: {}; artifacts: {:?}",
+        state.documents.views["itinerary"], state.documents.artifacts
+    );
+    let total = &state.usage.session;
+    println!(
+        "usage: {} tokens in {} ms",
+        total.total_tokens.unwrap_or(0),
+        total.elapsed_ms.unwrap_or(0)
+    );
     let checker = narad_examples::check_journal(engine.store(), &sid).await?;
     println!(
         "the checker accepts all {} events",

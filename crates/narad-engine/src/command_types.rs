@@ -223,8 +223,9 @@ impl Terminal {
     }
 }
 
-/// Where an interrupt waits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where an interrupt waits (serialized `{"run": ID}` or `{"workflow": ID}`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum InterruptScope {
     /// On a run (the run pauses).
     Run(String),

@@ -35,8 +35,10 @@ impl StateAt {
         self.checker.state_json(&self.session_id)
     }
 
-    /// The reduced state as Rust types, as [`crate::Engine::state`] gives
-    /// the current one.
+    /// The reduced state as Rust types, as the checker holds it: without
+    /// the details [`crate::Engine::state`] folds from the journal (pass
+    /// the events through `sequence` to
+    /// [`SessionState::with_journal`](crate::SessionState::with_journal)).
     pub fn state(&self) -> Option<crate::SessionState> {
         crate::SessionState::from_checker(&self.checker, &self.session_id)
     }

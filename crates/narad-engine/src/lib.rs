@@ -66,14 +66,21 @@ pub use host::{
 };
 pub use index::{ActiveExecution, SessionEntry, SessionPage, SessionQuery, SessionStatus};
 pub use lifecycle::{Deleted, OpenWork, DELETE_ACTION};
+pub use narad_core::model::Outcome;
 pub use operator::{InterruptPage, ListedInterrupt};
 pub use reads::{Attached, Capabilities};
 pub use retention::{PruneReport, RetentionPolicy};
 pub use stream::{ReasoningStream, Role, TextOptions, TextStream};
 pub use subscribe::{Follow, FollowItem};
 pub use timers::{FiredTimer, TimerKind, TimerReport, TIMER_PRINCIPAL};
+pub use typed::assets::{Asset, AssetStep, ViewUpdate};
 pub use typed::commands::{document_key, DocumentKind, Privacy, Progress, ProgressStatus};
+pub use typed::details::ARGS_SUMMARY_MAX;
 pub use typed::patch::{Patch, PatchOp};
-pub use typed::state::{SessionState, ToolCall, ToolCallState, TranscriptMessage, TranscriptState};
+pub use typed::state::{
+    InterruptInfo, SessionState, ToolCall, ToolCallState, ToolResult, TranscriptMessage,
+    TranscriptState, UsageTotals,
+};
+pub use typed::trace::{Span, SpanEnd, SpanStatus};
 pub use typed::usage::Usage;
 pub use watch::WatchFollow;

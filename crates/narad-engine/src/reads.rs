@@ -242,7 +242,14 @@ impl<S: Store + 'static> Engine<S> {
     }
 
     /// The reduced state of a session, typed: runs with their status and
-    /// tree, tool calls, workflows, the transcript, documents.
+    /// tree, tool calls with their name, args summary and result, open
+    /// interrupts with their kind, title, actions and expiry, usage
+    /// totals, workflows, the transcript, documents.
+    ///
+    /// What the checker keeps is read from memory; the rest is folded
+    /// from the session's stored journal through the same head
+    /// ([`SessionState::with_journal`](crate::SessionState::with_journal)),
+    /// so a read costs one pass over the journal.
     ///
     /// ```
     /// # async fn demo(engine: narad_engine::Engine<narad_store_redb::RedbStore>,
@@ -251,6 +258,13 @@ impl<S: Store + 'static> Engine<S> {
     /// for m in state.transcript_view(true) {
     ///     println!("{}: {} ({} reasoning)", m.role, m.text, m.reasoning.len());
     /// }
+    /// for (id, call) in &state.tools {
+    ///     println!("{id}: {:?} {:?} {:?}", call.name, call.args_summary, call.result);
+    /// }
+    /// for (id, i) in state.open_interrupts() {
+    ///     println!("{id}: {:?} {:?} until {:?}", i.kind, i.title, i.expires_at);
+    /// }
+    /// println!("tokens: {:?}", state.usage.session.total_tokens);
     /// # Ok(()) }
     /// ```
     pub async fn state(
@@ -268,6 +282,36 @@ impl<S: Store + 'static> Engine<S> {
                 ))
             })
             .await?;
+        let mut s = s;
+        // No tool call, open interrupt or ended run: nothing to fold.
+        let ended = s.runs.values().any(|r| r.state.is_terminal());
+        if s.tools.is_empty() && s.interrupts.is_empty() && !ended {
+            return Ok(s);
+        }
+        let mut details = crate::typed::details::Details::default();
+        let mut cursor = 0u64;
+        'pages: while cursor < s.head {
+            let want = usize::try_from(s.head - cursor)
+                .unwrap_or(usize::MAX)
+                .min(self.inner.config.history_limit.max(1));
+            let page = self
+                .inner
+                .store
+                .read_session(session_id, cursor, want)
+                .await?;
+            if page.events.is_empty() {
+                narad_store::row::advance(session_id, cursor, cursor)?;
+            }
+            for ev in &page.events {
+                let seq = ev.position.session_sequence;
+                if seq > s.head {
+                    break 'pages;
+                }
+                cursor = narad_store::row::advance(session_id, cursor, seq)?;
+                details.push(session_id, &ev.bytes);
+            }
+        }
+        details.fill(&mut s);
         Ok(s)
     }
 

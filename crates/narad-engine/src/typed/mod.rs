@@ -1,12 +1,16 @@
 //! The typed layer over the engine's commands and reads: what agent
 //! runtimes emit (streamed text and reasoning, progress, state and UI
-//! documents, extensions, usage) without hand-written protocol JSON, and
-//! the reduced state as Rust types.
+//! documents, views, attachments, artifacts, extensions, trace spans,
+//! usage) without hand-written protocol JSON, and the reduced state as
+//! Rust types.
 
+pub(crate) mod assets;
 pub(crate) mod commands;
+pub(crate) mod details;
 pub(crate) mod envelope;
 pub(crate) mod patch;
 pub(crate) mod state;
+pub(crate) mod trace;
 pub(crate) mod usage;
 
 use narad_store::{Store, StoredEvent};
