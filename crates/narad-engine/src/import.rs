@@ -106,6 +106,7 @@ impl<S: Store + 'static> Engine<S> {
                     labels: Default::default(),
                     archived: false,
                     origin: None,
+                    create_key: None,
                 },
                 true,
             ),

@@ -26,8 +26,8 @@ impl<S: Store + 'static> Engine<S> {
             .run_id
             .clone()
             .unwrap_or_else(|| self.inner.ids.next_id("run"));
-        let result = self
-            .command(p, session_id, |j| {
+        let (started, _) = self
+            .command_keyed(p, session_id, |j| {
                 let sid = &j.session_id;
                 let (root, workflow, inherited) = match &start.parent_run_id {
                     Some(parent) => {
@@ -44,7 +44,7 @@ impl<S: Store + 'static> Engine<S> {
                 // one asked for, else its parent's.
                 let executor = start.client_executor_id.clone().or(inherited);
                 if start.parent_run_id.is_none() && start.queue_if_busy && slot_busy(j, &start) {
-                    let mut plan = Plan::of(Vec::new(), false);
+                    let mut plan = Plan::of(Vec::new(), Started::Queued(run_id.clone()));
                     plan.enqueue = Some(QueuedStart::new(run_id.clone(), &start));
                     return Ok(plan);
                 }
@@ -61,13 +61,10 @@ impl<S: Store + 'static> Engine<S> {
                     },
                     strip_nulls(body),
                 );
-                Ok(Plan::of(vec![draft], true))
+                Ok(Plan::of(vec![draft], Started::Running(run_id.clone())))
             })
             .await?;
-        if result.0 {
-            return Ok(Started::Running(run_id));
-        }
-        Ok(Started::Queued(run_id))
+        Ok(started)
     }
 
     /// Starts the head of the session's durable queue if the slot is free.
@@ -93,14 +90,15 @@ impl<S: Store + 'static> Engine<S> {
         args: Value,
     ) -> Result<String, EngineError> {
         let id = self.inner.ids.next_id("tool");
-        self.command(p, session_id, |j| {
-            let body = json!({"toolCallId": id, "toolName": tool_name, "executor": "backend", "args": args});
-            Ok(Plan::of(
-                vec![Draft::new("tool.call.started", j.run_at(run_id)?, body)],
-                (),
-            ))
-        })
-        .await?;
+        let (id, _) = self
+            .command_keyed(p, session_id, |j| {
+                let body = json!({"toolCallId": id, "toolName": tool_name, "executor": "backend", "args": args});
+                Ok(Plan::of(
+                    vec![Draft::new("tool.call.started", j.run_at(run_id)?, body)],
+                    id.clone(),
+                ))
+            })
+            .await?;
         Ok(id)
     }
 
@@ -112,7 +110,7 @@ impl<S: Store + 'static> Engine<S> {
         tool_call_id: &str,
         outcome: ToolOutcome,
     ) -> Result<(), EngineError> {
-        self.command(p, session_id, |j| {
+        self.command_keyed(p, session_id, |j| {
             let (run, _) = j
                 .checker
                 .tool_call(&j.session_id, tool_call_id)
@@ -143,14 +141,15 @@ impl<S: Store + 'static> Engine<S> {
     ) -> Result<String, EngineError> {
         let wait = self.inner.ids.next_id("wait");
         let mode = if automatic { "automatic" } else { "command" };
-        self.command(p, session_id, |j| {
-            let body = json!({"waitId": wait, "reason": reason, "resumeMode": mode});
-            Ok(Plan::of(
-                vec![Draft::new("run.paused", j.run_at(run_id)?, body)],
-                (),
-            ))
-        })
-        .await?;
+        let (wait, _) = self
+            .command_keyed(p, session_id, |j| {
+                let body = json!({"waitId": wait, "reason": reason, "resumeMode": mode});
+                Ok(Plan::of(
+                    vec![Draft::new("run.paused", j.run_at(run_id)?, body)],
+                    wait.clone(),
+                ))
+            })
+            .await?;
         Ok(wait)
     }
 
@@ -167,15 +166,16 @@ impl<S: Store + 'static> Engine<S> {
         retry_at: std::time::SystemTime,
     ) -> Result<String, EngineError> {
         let wait = self.inner.ids.next_id("wait");
-        self.command(p, session_id, |j| {
-            let body = json!({"waitId": wait, "reason": reason, "resumeMode": "automatic",
-                              "retryAt": timestamp(retry_at)});
-            Ok(Plan::of(
-                vec![Draft::new("run.paused", j.run_at(run_id)?, body)],
-                (),
-            ))
-        })
-        .await?;
+        let (wait, _) = self
+            .command_keyed(p, session_id, |j| {
+                let body = json!({"waitId": wait, "reason": reason, "resumeMode": "automatic",
+                                  "retryAt": timestamp(retry_at)});
+                Ok(Plan::of(
+                    vec![Draft::new("run.paused", j.run_at(run_id)?, body)],
+                    wait.clone(),
+                ))
+            })
+            .await?;
         Ok(wait)
     }
 
@@ -219,7 +219,7 @@ impl<S: Store + 'static> Engine<S> {
         run_id: &str,
         wait_id: &str,
     ) -> Result<(), EngineError> {
-        self.command(p, session_id, |j| {
+        self.command_keyed(p, session_id, |j| {
             Ok(Plan::of(
                 vec![Draft::new(
                     "run.resumed",
@@ -245,7 +245,7 @@ impl<S: Store + 'static> Engine<S> {
         if let Some(usage) = terminal.usage() {
             crate::typed::usage::check_usage(usage)?;
         }
-        self.command(p, session_id, |j| {
+        self.command_keyed(p, session_id, |j| {
             Ok(Plan::of(
                 vec![terminal_draft(j.run_at(run_id)?, &terminal)],
                 (),
