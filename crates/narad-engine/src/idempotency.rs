@@ -61,6 +61,25 @@ impl Keyed {
         })
     }
 
+    /// The key of a caller-chosen id (`kind` e.g. `toolCallId`): it
+    /// starts with a control character, which a caller's key never holds,
+    /// so the two never meet.
+    pub fn for_id(
+        kind: &str,
+        id: &str,
+        command: &'static str,
+        request: &impl Serialize,
+    ) -> Result<Self, EngineError> {
+        if id.is_empty() || id.len() > MAX_KEY {
+            return Err(EngineError::InvalidCommand(format!(
+                "a {kind} must be 1 to {MAX_KEY} bytes"
+            )));
+        }
+        let mut keyed = Self::new("id", command, request)?;
+        keyed.key = format!("\u{1}{kind}/{id}");
+        Ok(keyed)
+    }
+
     /// The store key of this key in `session_id`.
     pub fn store_key(&self, session_id: &str) -> String {
         format!("{}{}", session_prefix(session_id), self.key)

@@ -55,6 +55,14 @@ pub struct Idempotent<S> {
 }
 
 impl<S: Store + 'static> Engine<S> {
+    /// This engine, its commands running under `keyed`.
+    pub(crate) fn with_key(&self, keyed: Keyed) -> Engine<S> {
+        Engine {
+            inner: Arc::clone(&self.inner),
+            keyed: Some(Arc::new(keyed)),
+        }
+    }
+
     /// The engine's commands under the idempotency key `key` (see
     /// [`Idempotent`]).
     pub fn idempotent(&self, key: impl Into<String>) -> Idempotent<S> {
@@ -79,10 +87,7 @@ impl<S: Store + 'static> Idempotent<S> {
         request: &impl Serialize,
     ) -> Result<Engine<S>, EngineError> {
         let keyed = Keyed::new(&self.key, command, request)?;
-        Ok(Engine {
-            inner: Arc::clone(&self.engine.inner),
-            keyed: Some(Arc::new(keyed)),
-        })
+        Ok(self.engine.with_key(keyed))
     }
 
     /// [`Engine::create_session`]; a retry answers the session it created.

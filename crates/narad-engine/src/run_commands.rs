@@ -10,6 +10,7 @@ use crate::command_types::{StartRun, Started, Terminal, ToolOutcome};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::host::{timestamp, Principal};
+use crate::idempotency::Keyed;
 use crate::journal::{At, Draft, Journal};
 use crate::queue::QueuedStart;
 use crate::timers::TimerRecord;
@@ -89,7 +90,55 @@ impl<S: Store + 'static> Engine<S> {
         tool_name: &str,
         args: Value,
     ) -> Result<String, EngineError> {
-        let id = self.inner.ids.next_id("tool");
+        self.tool_call_started(p, session_id, run_id, None, tool_name, args)
+            .await
+    }
+
+    /// [`Self::start_tool_call`] with the caller's `toolCallId`, which is
+    /// its idempotency key: a retry with the same id, run, name and args
+    /// (after a crash, a timeout, a restart) appends nothing and answers
+    /// the id; the same id with another request is refused
+    /// (`idempotency_conflict`). The key is recorded durably with the
+    /// call, as under [`Engine::idempotent`].
+    ///
+    /// ```
+    /// # async fn demo(engine: narad_engine::Engine<narad_store_redb::RedbStore>,
+    /// #   me: narad_engine::Principal, sid: String, run: String) -> Result<(), narad_engine::EngineError> {
+    /// let args = serde_json::json!({"q": "Lisbon"});
+    /// let id = engine.start_tool_call_with_id(&me, &sid, &run, "call-1", "search", args.clone()).await?;
+    /// // The answer was lost: the retry records nothing.
+    /// assert_eq!(engine.start_tool_call_with_id(&me, &sid, &run, "call-1", "search", args).await?, id);
+    /// # Ok(()) }
+    /// ```
+    pub async fn start_tool_call_with_id(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        run_id: &str,
+        tool_call_id: &str,
+        tool_name: &str,
+        args: Value,
+    ) -> Result<String, EngineError> {
+        let req = (session_id, run_id, tool_call_id, tool_name, &args);
+        let keyed = Keyed::for_id("toolCallId", tool_call_id, "start_tool_call", &req)?;
+        self.with_key(keyed)
+            .tool_call_started(p, session_id, run_id, Some(tool_call_id), tool_name, args)
+            .await
+    }
+
+    async fn tool_call_started(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        run_id: &str,
+        tool_call_id: Option<&str>,
+        tool_name: &str,
+        args: Value,
+    ) -> Result<String, EngineError> {
+        let id = match tool_call_id {
+            Some(id) => id.to_owned(),
+            None => self.inner.ids.next_id("tool"),
+        };
         let (id, _) = self
             .command_keyed(p, session_id, |j| {
                 let body = json!({"toolCallId": id, "toolName": tool_name, "executor": "backend", "args": args});

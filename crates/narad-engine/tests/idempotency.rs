@@ -82,6 +82,31 @@ async fn every_command_twice(e: &Engine<AnyStore>) -> (String, String) {
             ToolOutcome::success(json!({"hits": 3}))
         )
     );
+    // An explicit toolCallId is the call's own key.
+    let args = json!({"q": "porto"});
+    let named = twice!(
+        e,
+        &sid,
+        e.start_tool_call_with_id(&p, &sid, &run, "call-7", "search", args.clone())
+    );
+    assert_eq!(named, "call-7");
+    let err = e
+        .start_tool_call_with_id(&p, &sid, &run, "call-7", "search", json!({"q": "faro"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "idempotency_conflict");
+    // A caller's key named like it is another key.
+    let other = e
+        .idempotent("toolCallId/call-7")
+        .start_tool_call(&p, &sid, &run, "search", args)
+        .await
+        .unwrap();
+    assert_ne!(other, named);
+    for id in [&named, &other] {
+        e.finish_tool_call(&p, &sid, id, ToolOutcome::cancelled())
+            .await
+            .unwrap();
+    }
     let progress = Progress::new("agent.phase", "Searching");
     twice!(
         e,
