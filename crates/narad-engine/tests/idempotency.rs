@@ -431,3 +431,48 @@ async fn without_a_key_a_retry_records_again() {
     assert_ne!(a, b);
     assert_eq!(head(&e, &sid).await, 2);
 }
+
+/// Writes only for `tester`; anyone may read.
+#[derive(Debug)]
+struct WritersOnly;
+
+impl narad_engine::Authorizer for WritersOnly {
+    fn allows(&self, p: &Principal, action: narad_engine::Action<'_>) -> bool {
+        p.0 == "tester" || matches!(action, narad_engine::Action::Read { .. })
+    }
+}
+
+/// A retry is authorized as the original was: a principal who may not
+/// append what the keyed command appended gets no recorded answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_is_authorized_like_the_original() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = narad_stores::open(&format!("sqlite:{}/a.sqlite", dir.path().display()))
+        .await
+        .unwrap();
+    let e = Engine::with_host(
+        store,
+        std::sync::Arc::new(narad_engine::SystemClock),
+        std::sync::Arc::new(narad_engine::RandomIds),
+        std::sync::Arc::new(WritersOnly),
+        narad_engine::EngineConfig::default(),
+    );
+    let sid = e
+        .create_session(&me(), NewSession::default())
+        .await
+        .unwrap();
+    e.idempotent("k").message(&me(), &sid, "hi").await.unwrap();
+    let eve = Principal::new("eve");
+    let err = e
+        .idempotent("k")
+        .message(&eve, &sid, "hi")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "not_authorized");
+    let err = e
+        .idempotent("k")
+        .create_session(&eve, NewSession::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "not_authorized");
+}
