@@ -3,8 +3,9 @@
 //! original result — after a restart (a new engine on the same file), from
 //! another engine over the same store, and after `migrate` to another
 //! backend. The same key with another request is `idempotency_conflict`;
-//! two concurrent calls with one key append once; deleting the session
-//! deletes its keys.
+//! two concurrent calls with one key append once; a retry after an append
+//! whose answer was lost appends nothing; a retry is authorized like the
+//! original; deleting the session deletes its keys.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -475,4 +476,48 @@ async fn a_retry_is_authorized_like_the_original() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), "not_authorized");
+}
+
+/// The append commits but every answer is lost (the call fails): the
+/// caller's retry under the key answers the original result and appends
+/// nothing, where a retry without one records twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_a_lost_answer_appends_nothing() {
+    use narad_store::fault::{Fault, FaultStore, Method, Rule};
+    let dir = tempfile::tempdir().unwrap();
+    let real = narad_store_redb::RedbStore::open(dir.path().join("a.redb"))
+        .await
+        .unwrap();
+    let e = Engine::new(FaultStore::new(real));
+    let p = me();
+    let sid = e.create_session(&p, NewSession::default()).await.unwrap();
+    for (key, appends) in [(Some("k"), 1), (None, 2)] {
+        let before = head(&e, &sid).await;
+        let n = e.store().calls(Method::Append);
+        // The next append commits then fails; its redeliveries fail too.
+        e.store()
+            .add(Rule::nth(Method::Append, n + 1, Fault::CommitThenFail));
+        e.store()
+            .add(Rule::nth(Method::Append, n + 2, Fault::Fail).times(8));
+        let lost = match key {
+            Some(k) => e.idempotent(k).message(&p, &sid, "hi").await,
+            None => e.message(&p, &sid, "hi").await,
+        };
+        assert!(lost.is_err(), "the answer was lost");
+        e.store().clear();
+        let again = match key {
+            Some(k) => e.idempotent(k).message(&p, &sid, "hi").await,
+            None => e.message(&p, &sid, "hi").await,
+        };
+        let id = again.unwrap();
+        assert_eq!(head(&e, &sid).await, before + appends, "{key:?}");
+        // The answer names the message the lost call recorded.
+        let first = e.store().read_session(&sid, before, 1).await.unwrap();
+        let recorded: serde_json::Value = serde_json::from_slice(&first.events[0].bytes).unwrap();
+        assert_eq!(
+            recorded["messageId"] == id.as_str(),
+            key.is_some(),
+            "{key:?}"
+        );
+    }
 }
