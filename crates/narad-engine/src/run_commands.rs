@@ -90,8 +90,7 @@ impl<S: Store + 'static> Engine<S> {
         tool_name: &str,
         args: Value,
     ) -> Result<String, EngineError> {
-        self.tool_call_started(p, session_id, run_id, None, tool_name, args)
-            .await
+        tool_call::start_tool_call(self, p, session_id, run_id, None, tool_name, args).await
     }
 
     /// [`Self::start_tool_call`] with the caller's `toolCallId`, which is
@@ -121,34 +120,9 @@ impl<S: Store + 'static> Engine<S> {
     ) -> Result<String, EngineError> {
         let req = (session_id, run_id, tool_call_id, tool_name, &args);
         let keyed = Keyed::for_id("toolCallId", tool_call_id, "start_tool_call", &req)?;
-        self.with_key(keyed)
-            .tool_call_started(p, session_id, run_id, Some(tool_call_id), tool_name, args)
-            .await
-    }
-
-    async fn tool_call_started(
-        &self,
-        p: &Principal,
-        session_id: &str,
-        run_id: &str,
-        tool_call_id: Option<&str>,
-        tool_name: &str,
-        args: Value,
-    ) -> Result<String, EngineError> {
-        let id = match tool_call_id {
-            Some(id) => id.to_owned(),
-            None => self.inner.ids.next_id("tool"),
-        };
-        let (id, _) = self
-            .command_keyed(p, session_id, |j| {
-                let body = json!({"toolCallId": id, "toolName": tool_name, "executor": "backend", "args": args});
-                Ok(Plan::of(
-                    vec![Draft::new("tool.call.started", j.run_at(run_id)?, body)],
-                    id.clone(),
-                ))
-            })
-            .await?;
-        Ok(id)
+        let keyed = self.with_key(keyed);
+        let id = Some(tool_call_id);
+        tool_call::start_tool_call(&keyed, p, session_id, run_id, id, tool_name, args).await
     }
 
     /// Finishes a tool call (exactly once, §7.9).
@@ -345,5 +319,43 @@ fn terminal_draft(at: At, t: &Terminal) -> Draft {
                 json!({"code": code, "message": message.as_deref().map(sanitize), "usage": usage}),
             ),
         ),
+    }
+}
+
+/// The start of a backend tool call, a function named like the command so
+/// that its span is `start_tool_call` with or without a caller's id.
+mod tool_call {
+    use narad_store::Store;
+    use serde_json::{json, Value};
+
+    use crate::command_loop::Plan;
+    use crate::engine::Engine;
+    use crate::error::EngineError;
+    use crate::host::Principal;
+    use crate::journal::Draft;
+
+    pub(super) async fn start_tool_call<S: Store + 'static>(
+        engine: &Engine<S>,
+        p: &Principal,
+        session_id: &str,
+        run_id: &str,
+        tool_call_id: Option<&str>,
+        tool_name: &str,
+        args: Value,
+    ) -> Result<String, EngineError> {
+        let id = match tool_call_id {
+            Some(id) => id.to_owned(),
+            None => engine.inner.ids.next_id("tool"),
+        };
+        let (id, _) = engine
+                .command_keyed(p, session_id, |j| {
+                    let body = json!({"toolCallId": id, "toolName": tool_name, "executor": "backend", "args": args});
+                    Ok(Plan::of(
+                        vec![Draft::new("tool.call.started", j.run_at(run_id)?, body)],
+                        id.clone(),
+                    ))
+                })
+                .await?;
+        Ok(id)
     }
 }
