@@ -84,7 +84,7 @@ async fn agent(url: &str) -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     let run = engine.start_run(&me, &sid, StartRun::new()).await?;
     let run = run.run_id().to_owned();
-    let at = EventScope::Run(run.clone());
+    let at = EventScope::run(&run);
     let plan = engine
         .record_progress(
             &me,
@@ -98,7 +98,7 @@ async fn agent(url: &str) -> Result<(), Box<dyn std::error::Error>> {
             &me,
             &sid,
             DocumentKind::State,
-            at.clone(),
+            &at,
             json!({"step": "search", "offers": []}),
         )
         .await?;
@@ -126,7 +126,7 @@ async fn agent(url: &str) -> Result<(), Box<dyn std::error::Error>> {
             &me,
             &sid,
             DocumentKind::State,
-            at.clone(),
+            &at,
             Patch::new()
                 .replace("/step", "approve")
                 .add("/offers/-", 120)
@@ -204,7 +204,7 @@ async fn agent(url: &str) -> Result<(), Box<dyn std::error::Error>> {
 
     // The reply streams with its reasoning joined to it.
     let reply = engine
-        .start_text(&me, &sid, at.clone(), TextOptions::default())
+        .start_text(&me, &sid, &at, TextOptions::default())
         .await?;
     let thinking = reply.reasoning().await?;
     for part in [

@@ -33,7 +33,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let members = json!({"members": [{"requestId": "alice"}, {"requestId": "bob"}]});
     let ask =
         |input: Option<serde_json::Value>, expires: Option<std::time::SystemTime>| Interrupt {
-            scope: InterruptScope::Run(run.clone()),
+            scope: InterruptScope::run(&run),
             kind: "approval".into(),
             actions: vec!["approve".into(), "deny".into(), "stop".into()],
             input,

@@ -42,7 +42,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             &me,
             &sid,
             "progress.recorded",
-            EventScope::Run(run.clone()),
+            EventScope::run(&run),
             planning,
         )
         .await?;
@@ -103,7 +103,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 5. Approval: the interrupt pauses the run; resolving it by id resumes it.
     let ask = Interrupt {
-        scope: InterruptScope::Run(run.clone()),
+        scope: InterruptScope::run(&run),
         kind: "approval".into(),
         actions: vec!["approve".into(), "deny".into()],
         input: Some(json!({"question": "Publish the summary?"})),
@@ -154,13 +154,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let done = json!({"progressId": "plan", "category": "phase", "label": "Planning",
                       "status": "completed", "privacy": "public"});
     engine
-        .append(
-            &me,
-            &sid,
-            "progress.recorded",
-            EventScope::Run(run.clone()),
-            done,
-        )
+        .append(&me, &sid, "progress.recorded", EventScope::run(&run), done)
         .await?;
     let usage = Some(json!({"promptTokens": 120, "completionTokens": 45, "totalTokens": 165}));
     engine

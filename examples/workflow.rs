@@ -16,13 +16,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let wf = engine
         .start_workflow(&me, &sid, Some("triage".into()), None)
         .await?;
-    let at = EventScope::Workflow(wf.clone());
+    let at = EventScope::workflow(&wf);
     engine
         .append(
             &me,
             &sid,
             "workflow.step.started",
-            at.clone(),
+            &at,
             json!({"nodeId": "classify"}),
         )
         .await?;
@@ -48,14 +48,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The classifier said "bug": take the second case of the choice.
     let edge = json!({"from": "classify", "to": "file-bug", "caseIndex": 1, "pointer": "/label", "op": "eq"});
     engine
-        .append(&me, &sid, "workflow.edge.taken", at.clone(), edge)
+        .append(&me, &sid, "workflow.edge.taken", &at, edge)
         .await?;
     engine
         .append(
             &me,
             &sid,
             "workflow.step.started",
-            at.clone(),
+            &at,
             json!({"nodeId": "file-bug"}),
         )
         .await?;

@@ -6,12 +6,15 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use narad_store::{Batch, Expect, SideSpace, SideWrite, Store, StoreError, StoredEvent};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::append::{retry, Attempt};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::host::{timestamp, Principal};
+use crate::idempotency::write_record;
 use crate::journal::{Draft, Journal};
 use crate::queue::{self, QueuedStart};
 use crate::telemetry;
@@ -51,6 +54,8 @@ impl<T> Plan<T> {
 
 impl<S: Store + 'static> Engine<S> {
     /// One command in its `narad.command` span, counted by outcome code.
+    /// A command that takes no idempotency key (refused on the engine of
+    /// an [`Idempotent`](crate::Idempotent) handle).
     pub(crate) async fn command<T>(
         &self,
         p: &Principal,
@@ -58,7 +63,29 @@ impl<S: Store + 'static> Engine<S> {
         plan: impl Fn(&Journal) -> Result<Plan<T>, EngineError>,
     ) -> Result<(T, Vec<StoredEvent>), EngineError> {
         let name = telemetry::command_name(&plan);
-        telemetry::traced(name, session_id, self.command_attempts(p, session_id, plan)).await
+        let attempts = async {
+            if self.keyed.is_some() {
+                return Err(EngineError::InvalidCommand(
+                    "this command takes no idempotency key".into(),
+                ));
+            }
+            self.command_attempts(p, session_id, None, plan).await
+        };
+        telemetry::traced(name, session_id, attempts).await
+    }
+
+    /// A command whose result an idempotency key can record: on the engine
+    /// of an [`Idempotent`](crate::Idempotent) handle, a retry answers the
+    /// recorded result and appends nothing.
+    pub(crate) async fn command_keyed<T: Serialize + DeserializeOwned>(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        plan: impl Fn(&Journal) -> Result<Plan<T>, EngineError>,
+    ) -> Result<(T, Vec<StoredEvent>), EngineError> {
+        let name = telemetry::command_name(&plan);
+        let attempts = self.command_attempts(p, session_id, Some(Codec::json()), plan);
+        telemetry::traced(name, session_id, attempts).await
     }
 
     /// The command loop: hydrate if needed, plan from the reduced state,
@@ -68,11 +95,20 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
+        codec: Option<Codec<T>>,
         plan: impl Fn(&Journal) -> Result<Plan<T>, EngineError>,
     ) -> Result<(T, Vec<StoredEvent>), EngineError> {
         let cell = self.cell(session_id);
         let mut slot = cell.lock().await;
+        let keyed = self.keyed.as_deref().zip(codec);
+        let store_key = keyed.as_ref().map(|(k, _)| k.store_key(session_id));
         retry!(self, async {
+            if let (Some((_, codec)), Some(key)) = (&keyed, &store_key) {
+                // A retry of a keyed command answers what it answered then.
+                if let Some((out, events)) = self.recorded(p, key, Some(session_id)).await? {
+                    return Ok(Attempt::Done((codec.decode(key, out)?, events)));
+                }
+            }
             if slot.is_some() {
                 metrics::counter!(telemetry::CACHE_HITS).increment(1);
             } else {
@@ -108,6 +144,19 @@ impl<S: Store + 'static> Engine<S> {
                 return Err(EngineError::SessionArchived);
             }
             let mut side = side;
+            if let (Some((keyed, codec)), Some(key)) = (&keyed, &store_key) {
+                if drafts.is_empty() && !drain && !j.meta.archived {
+                    let result = codec.encode(&out)?;
+                    side.push(write_record(
+                        keyed,
+                        key.clone(),
+                        session_id,
+                        &[],
+                        Vec::new(),
+                        &result,
+                    )?);
+                }
+            }
             if let Some(start) = enqueue {
                 // Authorized now, by whoever queues it: the batch that later
                 // starts it is another principal's.
@@ -145,6 +194,10 @@ impl<S: Store + 'static> Engine<S> {
                         self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
                         return Ok(Attempt::Again);
                     }
+                    Err(StoreError::SideConflict) if self.key_taken(&store_key).await? => {
+                        // Another call with the same key won: answer its result.
+                        return Ok(Attempt::Again);
+                    }
                     Err(e) => return Err(e.into()),
                 }
             }
@@ -160,6 +213,10 @@ impl<S: Store + 'static> Engine<S> {
                 }
             }
             let busy_before = j.checker.slot(session_id).is_some();
+            let types: Vec<String> = match &store_key {
+                Some(_) => drafts.iter().map(|d| d.ty.to_owned()).collect(),
+                None => Vec::new(),
+            };
             let now = timestamp(self.inner.clock.now());
             let own = match j.apply(drafts, &*self.inner.ids, &now) {
                 Ok(evs) => evs,
@@ -177,6 +234,18 @@ impl<S: Store + 'static> Engine<S> {
                     return Err(e);
                 }
             };
+            if let (Some((keyed, codec)), Some(key)) = (&keyed, &store_key) {
+                let record = codec
+                    .encode(&out)
+                    .and_then(|r| write_record(keyed, key.clone(), session_id, &own, types, &r));
+                match record {
+                    Ok(w) => side.push(w),
+                    Err(e) => {
+                        *slot = None;
+                        return Err(e);
+                    }
+                }
+            }
             let mut events = own.clone();
             let frees = j.checker.slot(session_id).is_none() && (busy_before || drain);
             if frees {
@@ -264,6 +333,10 @@ impl<S: Store + 'static> Engine<S> {
                     self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
                     Ok(Attempt::Again)
                 }
+                Err(StoreError::SideConflict) if self.key_taken(&store_key).await? => {
+                    // Another call with the same key won: answer its result.
+                    Ok(Attempt::Again)
+                }
                 Err(StoreError::SideConflict) if self.timers_moved(&guards).await? => {
                     // Another engine cleared a timer this batch cleared.
                     self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
@@ -271,6 +344,40 @@ impl<S: Store + 'static> Engine<S> {
                 }
                 Err(e) => Err(e.into()),
             }
+        })
+    }
+}
+
+/// How a keyed command's result is kept in its key record.
+pub(crate) struct Codec<T> {
+    encode: fn(&T) -> serde_json::Result<Value>,
+    decode: fn(Value) -> serde_json::Result<T>,
+}
+
+impl<T: Serialize + DeserializeOwned> Codec<T> {
+    fn json() -> Self {
+        Self {
+            encode: to_json::<T>,
+            decode: serde_json::from_value,
+        }
+    }
+}
+
+fn to_json<T: Serialize>(out: &T) -> serde_json::Result<Value> {
+    serde_json::to_value(out)
+}
+
+impl<T> Codec<T> {
+    fn encode(&self, out: &T) -> Result<Value, EngineError> {
+        (self.encode)(out).map_err(|_| {
+            EngineError::InvalidCommand("the command's result does not serialize".into())
+        })
+    }
+
+    fn decode(&self, key: &str, v: Value) -> Result<T, EngineError> {
+        (self.decode)(v).map_err(|_| EngineError::CorruptRecord {
+            space: "idempotency",
+            key: key.to_owned(),
         })
     }
 }

@@ -17,7 +17,7 @@ pub struct NewSession {
 }
 
 /// A run to start.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct StartRun {
     /// Its id; fresh when `None`.
     pub run_id: Option<String>,
@@ -66,7 +66,7 @@ impl StartRun {
 }
 
 /// What `start_run` did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Started {
     /// `run.started` is durable.
     Running(String),
@@ -86,7 +86,7 @@ impl Started {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub enum Terminal {
     /// `run.finished`, with optional usage and artifacts.
     Finished {
@@ -116,7 +116,7 @@ pub enum Terminal {
 }
 
 /// A tool call's outcome (§7.9).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ToolOutcome {
     /// `success`, `error` or `cancelled`.
     pub outcome: &'static str,
@@ -233,8 +233,20 @@ pub enum InterruptScope {
     Workflow(String),
 }
 
+impl InterruptScope {
+    /// On a run; takes `&str`, `&String` or `String`.
+    pub fn run(run_id: impl Into<String>) -> Self {
+        Self::Run(run_id.into())
+    }
+
+    /// On a workflow.
+    pub fn workflow(workflow_id: impl Into<String>) -> Self {
+        Self::Workflow(workflow_id.into())
+    }
+}
+
 /// An interrupt to request.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Interrupt {
     /// Run or workflow.
     pub scope: InterruptScope,
@@ -312,7 +324,7 @@ impl Interrupt {
 }
 
 /// A resolution of an open interrupt, by `interruptId` alone.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct Resolve {
     /// The interrupt.
     pub interrupt_id: String,
@@ -371,7 +383,7 @@ pub struct Resolved {
 }
 
 /// What to stop.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub enum StopTarget {
     /// The session's active top-level run (`stop-active-root`).
     ActiveRoot,
@@ -379,8 +391,21 @@ pub enum StopTarget {
     Run(String),
 }
 
+impl StopTarget {
+    /// One run and everything under it; takes `&str`, `&String` or
+    /// `String`.
+    ///
+    /// ```
+    /// let run = String::from("run-1");
+    /// assert_eq!(narad_engine::StopTarget::run(&run), narad_engine::StopTarget::Run(run));
+    /// ```
+    pub fn run(run_id: impl Into<String>) -> Self {
+        Self::Run(run_id.into())
+    }
+}
+
 /// Where an [`Engine::append`](crate::Engine::append)ed event goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub enum EventScope {
     /// Session scope.
     Session,
@@ -388,4 +413,32 @@ pub enum EventScope {
     Run(String),
     /// A workflow.
     Workflow(String),
+}
+
+impl EventScope {
+    /// A run's scope; takes `&str`, `&String` or `String`, so a caller
+    /// keeps its id.
+    ///
+    /// ```
+    /// use narad_engine::EventScope;
+    /// let run = String::from("run-1");
+    /// let at = EventScope::run(&run);
+    /// assert_eq!(at, EventScope::Run(run));
+    /// ```
+    pub fn run(run_id: impl Into<String>) -> Self {
+        Self::Run(run_id.into())
+    }
+
+    /// A workflow's scope.
+    pub fn workflow(workflow_id: impl Into<String>) -> Self {
+        Self::Workflow(workflow_id.into())
+    }
+}
+
+/// Commands take `impl Into<EventScope>`: a scope kept for several calls
+/// is passed as `&at`, without a `clone()`.
+impl From<&EventScope> for EventScope {
+    fn from(scope: &EventScope) -> Self {
+        scope.clone()
+    }
 }

@@ -113,12 +113,17 @@ pub(crate) struct Inner<S> {
 /// ```
 pub struct Engine<S> {
     pub(crate) inner: Arc<Inner<S>>,
+    /// The idempotency key the commands of this handle run under (set only
+    /// on the engine inside an [`Idempotent`](crate::Idempotent); a clone
+    /// drops it).
+    pub(crate) keyed: Option<Arc<crate::idempotency::Keyed>>,
 }
 
 impl<S> Clone for Engine<S> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
+            keyed: None,
         }
     }
 }
@@ -162,6 +167,7 @@ impl<S: Store + 'static> Engine<S> {
                 clients: Clients::default(),
                 retention: Mutex::new(None),
             }),
+            keyed: None,
         }
     }
 

@@ -104,6 +104,7 @@ impl<S: Store + 'static> Engine<S> {
                 labels: src.labels.clone(),
                 archived: false,
                 origin: Some((session_id.to_owned(), through)),
+                create_key: None,
             };
             let mut j = Journal::new(&new_sid, meta.clone());
             let mut interrupts: BTreeMap<String, String> = BTreeMap::new();

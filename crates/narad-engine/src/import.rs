@@ -136,6 +136,7 @@ impl<S: Store + 'static> Engine<S> {
                     labels: Default::default(),
                     archived: false,
                     origin: None,
+                    create_key: None,
                 },
                 true,
             ),

@@ -31,7 +31,7 @@ impl<S: Store + 'static> Engine<S> {
         let iid = self.inner.ids.next_id("interrupt");
         let wait = self.inner.ids.next_id("wait");
         let (out, _) = self
-            .command(p, session_id, |j| {
+            .command_keyed(p, session_id, |j| {
                 let mut body = json!({
                     "interruptId": iid, "waitId": wait, "kind": interrupt.kind,
                     "actions": interrupt.actions, "input": interrupt.input,
@@ -64,7 +64,7 @@ impl<S: Store + 'static> Engine<S> {
                         ]
                     }
                 };
-                let mut plan = Plan::of(drafts, ());
+                let mut plan = Plan::of(drafts, (iid.clone(), wait.clone()));
                 // The global index that lets resolve-interrupt find the
                 // owning session from the interrupt id alone.
                 plan.side.push(side(
@@ -76,8 +76,7 @@ impl<S: Store + 'static> Engine<S> {
                 Ok(plan)
             })
             .await?;
-        let () = out;
-        Ok((iid, wait))
+        Ok(out)
     }
 
     /// `resolve-interrupt` (§2.2) by `interruptId` alone: finds the owning
@@ -201,7 +200,7 @@ impl<S: Store + 'static> Engine<S> {
             None => return Err(EngineError::UnknownInterrupt),
         };
         let sid2 = sid.clone();
-        self.command(p, &sid2, |j| {
+        self.command_keyed(p, &sid2, |j| {
             let s = &j.session_id;
             let owner = j
                 .checker

@@ -60,6 +60,9 @@ pub(crate) struct Meta {
     /// The session and `sessionSequence` it was forked from
     /// ([`crate::Engine::fork`]).
     pub origin: Option<(String, u64)>,
+    /// The idempotency key the session was created with: its record
+    /// (`create:{key}`) is deleted with the session.
+    pub create_key: Option<String>,
 }
 
 impl Meta {
@@ -84,6 +87,9 @@ impl Meta {
                     "forkedFrom".into(),
                     serde_json::json!({ "sessionId": sid, "sessionSequence": seq }),
                 );
+            }
+            if let Some(k) = &self.create_key {
+                o.insert("createKey".into(), Value::from(k.clone()));
             }
         }
         v.to_string().into_bytes()
@@ -128,6 +134,10 @@ impl Meta {
                     .ok_or_else(bad)?,
             )),
         };
+        let create_key = match v.get("createKey") {
+            None => None,
+            Some(k) => Some(k.as_str().ok_or_else(bad)?.to_owned()),
+        };
         Ok(Self {
             profiles,
             workspace_id,
@@ -135,6 +145,7 @@ impl Meta {
             labels,
             archived,
             origin,
+            create_key,
         })
     }
 }

@@ -28,6 +28,8 @@ mod error;
 pub mod executor;
 mod fork;
 pub mod host;
+mod idempotency;
+mod idempotent;
 mod import;
 mod index;
 mod interrupts;
@@ -64,6 +66,7 @@ pub use host::{
     Action, AllowAll, Authorizer, Clock, IdSource, ManualClock, Principal, RandomIds,
     SequentialIds, SystemClock,
 };
+pub use idempotent::Idempotent;
 pub use index::{ActiveExecution, SessionEntry, SessionPage, SessionQuery, SessionStatus};
 pub use lifecycle::{Deleted, OpenWork, DELETE_ACTION};
 pub use narad_core::model::Outcome;

@@ -162,6 +162,12 @@ impl<S: Store + 'static> Engine<S> {
             keys.push((SideSpace::Queue, e.key));
         }
         keys.extend(self.owned_records(session_id).await?);
+        for key in self.key_records(session_id).await? {
+            keys.push((SideSpace::Idempotency, key));
+        }
+        if let Some(k) = &j.meta.create_key {
+            keys.push((SideSpace::Idempotency, crate::idempotency::create_key(k)));
+        }
         let tomb = TombstoneRecord {
             v: 1,
             deleted_at: timestamp(self.inner.clock.now()),

@@ -10,6 +10,7 @@ use crate::command_types::{StartRun, Started, Terminal, ToolOutcome};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::host::{timestamp, Principal};
+use crate::idempotency::Keyed;
 use crate::journal::{At, Draft, Journal};
 use crate::queue::QueuedStart;
 use crate::timers::TimerRecord;
@@ -26,8 +27,8 @@ impl<S: Store + 'static> Engine<S> {
             .run_id
             .clone()
             .unwrap_or_else(|| self.inner.ids.next_id("run"));
-        let result = self
-            .command(p, session_id, |j| {
+        let (started, _) = self
+            .command_keyed(p, session_id, |j| {
                 let sid = &j.session_id;
                 let (root, workflow, inherited) = match &start.parent_run_id {
                     Some(parent) => {
@@ -44,7 +45,7 @@ impl<S: Store + 'static> Engine<S> {
                 // one asked for, else its parent's.
                 let executor = start.client_executor_id.clone().or(inherited);
                 if start.parent_run_id.is_none() && start.queue_if_busy && slot_busy(j, &start) {
-                    let mut plan = Plan::of(Vec::new(), false);
+                    let mut plan = Plan::of(Vec::new(), Started::Queued(run_id.clone()));
                     plan.enqueue = Some(QueuedStart::new(run_id.clone(), &start));
                     return Ok(plan);
                 }
@@ -61,13 +62,10 @@ impl<S: Store + 'static> Engine<S> {
                     },
                     strip_nulls(body),
                 );
-                Ok(Plan::of(vec![draft], true))
+                Ok(Plan::of(vec![draft], Started::Running(run_id.clone())))
             })
             .await?;
-        if result.0 {
-            return Ok(Started::Running(run_id));
-        }
-        Ok(Started::Queued(run_id))
+        Ok(started)
     }
 
     /// Starts the head of the session's durable queue if the slot is free.
@@ -92,16 +90,39 @@ impl<S: Store + 'static> Engine<S> {
         tool_name: &str,
         args: Value,
     ) -> Result<String, EngineError> {
-        let id = self.inner.ids.next_id("tool");
-        self.command(p, session_id, |j| {
-            let body = json!({"toolCallId": id, "toolName": tool_name, "executor": "backend", "args": args});
-            Ok(Plan::of(
-                vec![Draft::new("tool.call.started", j.run_at(run_id)?, body)],
-                (),
-            ))
-        })
-        .await?;
-        Ok(id)
+        tool_call::start_tool_call(self, p, session_id, run_id, None, tool_name, args).await
+    }
+
+    /// [`Self::start_tool_call`] with the caller's `toolCallId`, which is
+    /// its idempotency key: a retry with the same id, run, name and args
+    /// (after a crash, a timeout, a restart) appends nothing and answers
+    /// the id; the same id with another request is refused
+    /// (`idempotency_conflict`). The key is recorded durably with the
+    /// call, as under [`Engine::idempotent`].
+    ///
+    /// ```
+    /// # async fn demo(engine: narad_engine::Engine<narad_store_redb::RedbStore>,
+    /// #   me: narad_engine::Principal, sid: String, run: String) -> Result<(), narad_engine::EngineError> {
+    /// let args = serde_json::json!({"q": "Lisbon"});
+    /// let id = engine.start_tool_call_with_id(&me, &sid, &run, "call-1", "search", args.clone()).await?;
+    /// // The answer was lost: the retry records nothing.
+    /// assert_eq!(engine.start_tool_call_with_id(&me, &sid, &run, "call-1", "search", args).await?, id);
+    /// # Ok(()) }
+    /// ```
+    pub async fn start_tool_call_with_id(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        run_id: &str,
+        tool_call_id: &str,
+        tool_name: &str,
+        args: Value,
+    ) -> Result<String, EngineError> {
+        let req = (session_id, run_id, tool_call_id, tool_name, &args);
+        let keyed = Keyed::for_id("toolCallId", tool_call_id, "start_tool_call", &req)?;
+        let keyed = self.with_key(keyed);
+        let id = Some(tool_call_id);
+        tool_call::start_tool_call(&keyed, p, session_id, run_id, id, tool_name, args).await
     }
 
     /// Finishes a tool call (exactly once, §7.9).
@@ -112,7 +133,7 @@ impl<S: Store + 'static> Engine<S> {
         tool_call_id: &str,
         outcome: ToolOutcome,
     ) -> Result<(), EngineError> {
-        self.command(p, session_id, |j| {
+        self.command_keyed(p, session_id, |j| {
             let (run, _) = j
                 .checker
                 .tool_call(&j.session_id, tool_call_id)
@@ -143,14 +164,15 @@ impl<S: Store + 'static> Engine<S> {
     ) -> Result<String, EngineError> {
         let wait = self.inner.ids.next_id("wait");
         let mode = if automatic { "automatic" } else { "command" };
-        self.command(p, session_id, |j| {
-            let body = json!({"waitId": wait, "reason": reason, "resumeMode": mode});
-            Ok(Plan::of(
-                vec![Draft::new("run.paused", j.run_at(run_id)?, body)],
-                (),
-            ))
-        })
-        .await?;
+        let (wait, _) = self
+            .command_keyed(p, session_id, |j| {
+                let body = json!({"waitId": wait, "reason": reason, "resumeMode": mode});
+                Ok(Plan::of(
+                    vec![Draft::new("run.paused", j.run_at(run_id)?, body)],
+                    wait.clone(),
+                ))
+            })
+            .await?;
         Ok(wait)
     }
 
@@ -167,15 +189,16 @@ impl<S: Store + 'static> Engine<S> {
         retry_at: std::time::SystemTime,
     ) -> Result<String, EngineError> {
         let wait = self.inner.ids.next_id("wait");
-        self.command(p, session_id, |j| {
-            let body = json!({"waitId": wait, "reason": reason, "resumeMode": "automatic",
-                              "retryAt": timestamp(retry_at)});
-            Ok(Plan::of(
-                vec![Draft::new("run.paused", j.run_at(run_id)?, body)],
-                (),
-            ))
-        })
-        .await?;
+        let (wait, _) = self
+            .command_keyed(p, session_id, |j| {
+                let body = json!({"waitId": wait, "reason": reason, "resumeMode": "automatic",
+                                  "retryAt": timestamp(retry_at)});
+                Ok(Plan::of(
+                    vec![Draft::new("run.paused", j.run_at(run_id)?, body)],
+                    wait.clone(),
+                ))
+            })
+            .await?;
         Ok(wait)
     }
 
@@ -219,7 +242,7 @@ impl<S: Store + 'static> Engine<S> {
         run_id: &str,
         wait_id: &str,
     ) -> Result<(), EngineError> {
-        self.command(p, session_id, |j| {
+        self.command_keyed(p, session_id, |j| {
             Ok(Plan::of(
                 vec![Draft::new(
                     "run.resumed",
@@ -245,7 +268,7 @@ impl<S: Store + 'static> Engine<S> {
         if let Some(usage) = terminal.usage() {
             crate::typed::usage::check_usage(usage)?;
         }
-        self.command(p, session_id, |j| {
+        self.command_keyed(p, session_id, |j| {
             Ok(Plan::of(
                 vec![terminal_draft(j.run_at(run_id)?, &terminal)],
                 (),
@@ -296,5 +319,43 @@ fn terminal_draft(at: At, t: &Terminal) -> Draft {
                 json!({"code": code, "message": message.as_deref().map(sanitize), "usage": usage}),
             ),
         ),
+    }
+}
+
+/// The start of a backend tool call, a function named like the command so
+/// that its span is `start_tool_call` with or without a caller's id.
+mod tool_call {
+    use narad_store::Store;
+    use serde_json::{json, Value};
+
+    use crate::command_loop::Plan;
+    use crate::engine::Engine;
+    use crate::error::EngineError;
+    use crate::host::Principal;
+    use crate::journal::Draft;
+
+    pub(super) async fn start_tool_call<S: Store + 'static>(
+        engine: &Engine<S>,
+        p: &Principal,
+        session_id: &str,
+        run_id: &str,
+        tool_call_id: Option<&str>,
+        tool_name: &str,
+        args: Value,
+    ) -> Result<String, EngineError> {
+        let id = match tool_call_id {
+            Some(id) => id.to_owned(),
+            None => engine.inner.ids.next_id("tool"),
+        };
+        let (id, _) = engine
+                .command_keyed(p, session_id, |j| {
+                    let body = json!({"toolCallId": id, "toolName": tool_name, "executor": "backend", "args": args});
+                    Ok(Plan::of(
+                        vec![Draft::new("tool.call.started", j.run_at(run_id)?, body)],
+                        id.clone(),
+                    ))
+                })
+                .await?;
+        Ok(id)
     }
 }

@@ -9,6 +9,7 @@ use crate::command_types::{EventScope, NewSession};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::host::{Action, Principal};
+use crate::idempotency::write_record;
 use crate::journal::{At, Draft, Meta};
 
 impl<S: Store + 'static> Engine<S> {
@@ -34,6 +35,12 @@ impl<S: Store + 'static> Engine<S> {
         let session = new.session_id.as_deref().unwrap_or("").to_owned();
         crate::telemetry::traced("create_session", &session, async {
             self.authorize(p, Action::CreateSession)?;
+            let create_key = self.keyed.as_ref().map(|k| k.create_key());
+            if let Some(key) = &create_key {
+                if let Some(sid) = self.created(p, key).await? {
+                    return Ok(sid);
+                }
+            }
             let sid = new
                 .session_id
                 .unwrap_or_else(|| self.inner.ids.next_id("session"));
@@ -47,6 +54,7 @@ impl<S: Store + 'static> Engine<S> {
                 labels,
                 archived: false,
                 origin: None,
+                create_key: self.keyed.as_ref().map(|k| k.key.clone()),
             };
             let entry = crate::index::SessionEntry::of(
                 &crate::journal::Journal::new(&sid, meta.clone()),
@@ -54,7 +62,7 @@ impl<S: Store + 'static> Engine<S> {
                 0,
                 None,
             );
-            let batch = Batch {
+            let mut batch = Batch {
                 session_id: sid.clone(),
                 expected_head: 0,
                 side: vec![
@@ -63,18 +71,49 @@ impl<S: Store + 'static> Engine<S> {
                 ],
                 ..Batch::default()
             };
+            if let (Some(keyed), Some(key)) = (self.keyed.as_deref(), &create_key) {
+                let result = Value::from(sid.clone());
+                batch.side.push(write_record(
+                    keyed,
+                    key.clone(),
+                    &sid,
+                    &[],
+                    Vec::new(),
+                    &result,
+                )?);
+            }
             match self
                 .append_watch(batch, meta.workspace_id.as_deref(), "session.created", &sid)
                 .await
             {
                 Ok(_) => Ok(sid),
                 Err(EngineError::Store(StoreError::SideConflict)) => {
+                    // Another call with the same key may have won.
+                    if let Some(key) = &create_key {
+                        if let Some(sid) = self.created(p, key).await? {
+                            return Ok(sid);
+                        }
+                    }
                     Err(EngineError::SessionExists)
                 }
                 Err(e) => Err(e),
             }
         })
         .await
+    }
+
+    /// The session a keyed `create_session` created, if its key is recorded.
+    async fn created(&self, p: &Principal, key: &str) -> Result<Option<String>, EngineError> {
+        match self.recorded(p, key, None).await? {
+            None => Ok(None),
+            Some((v, _)) => match v {
+                Value::String(sid) => Ok(Some(sid)),
+                _ => Err(EngineError::CorruptRecord {
+                    space: "idempotency",
+                    key: key.to_owned(),
+                }),
+            },
+        }
     }
 
     /// The `message` command: `message.user.recorded` at session scope.
@@ -95,17 +134,18 @@ impl<S: Store + 'static> Engine<S> {
     ) -> Result<String, EngineError> {
         let content: Value = content.into();
         let id = self.inner.ids.next_id("msg");
-        self.command(p, session_id, |_| {
-            Ok(Plan::of(
-                vec![Draft::new(
-                    "message.user.recorded",
-                    At::Session,
-                    json!({"messageId": id, "messageScope": "session", "content": content}),
-                )],
-                (),
-            ))
-        })
-        .await?;
+        let (id, _) = self
+            .command_keyed(p, session_id, |_| {
+                Ok(Plan::of(
+                    vec![Draft::new(
+                        "message.user.recorded",
+                        At::Session,
+                        json!({"messageId": id, "messageScope": "session", "content": content}),
+                    )],
+                    id.clone(),
+                ))
+            })
+            .await?;
         Ok(id)
     }
 
@@ -122,14 +162,16 @@ impl<S: Store + 'static> Engine<S> {
         let Value::Object(body) = body else {
             return Err(EngineError::InvalidCommand("workflow body".into()));
         };
-        self.append_body(
-            p,
-            session_id,
-            "workflow.started",
-            &EventScope::Workflow(wf.clone()),
-            body,
-        )
-        .await?;
+        let (wf, _) = self
+            .append_body_with(
+                p,
+                session_id,
+                "workflow.started",
+                &EventScope::Workflow(wf.clone()),
+                body,
+                wf.clone(),
+            )
+            .await?;
         Ok(wf)
     }
 }

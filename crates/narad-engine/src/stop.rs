@@ -27,7 +27,7 @@ impl<S: Store + 'static> Engine<S> {
         target: StopTarget,
     ) -> Result<String, EngineError> {
         let (target, _) = self
-            .command(p, session_id, |j| {
+            .command_keyed(p, session_id, |j| {
                 let s = &j.session_id;
                 let target = match &target {
                     StopTarget::Run(r) => r.clone(),

@@ -100,9 +100,10 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         options: TextOptions,
     ) -> Result<TextStream<S>, EngineError> {
+        let scope: EventScope = scope.into();
         let message_id = options
             .message_id
             .unwrap_or_else(|| self.inner.ids.next_id("msg"));
@@ -128,9 +129,10 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         text: &str,
     ) -> Result<String, EngineError> {
+        let scope: EventScope = scope.into();
         let t = self
             .start_text(p, session_id, scope, TextOptions::default())
             .await?;
@@ -146,10 +148,11 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         reasoning_id: Option<String>,
         message_id: Option<String>,
     ) -> Result<ReasoningStream<S>, EngineError> {
+        let scope: EventScope = scope.into();
         let reasoning_id = reasoning_id.unwrap_or_else(|| self.inner.ids.next_id("reasoning"));
         let mut b = body(&[("reasoningId", reasoning_id.clone().into())]);
         if let Some(m) = &message_id {

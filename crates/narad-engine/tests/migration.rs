@@ -65,6 +65,8 @@ struct Open {
     busy: (String, String),
     queued: String,
     watch_head: u64,
+    /// A message recorded under an idempotency key: `(session, messageId)`.
+    keyed: (String, String),
 }
 
 async fn fill(e: &Engine<RedbStore>) -> Open {
@@ -76,6 +78,11 @@ async fn fill(e: &Engine<RedbStore>) -> Open {
                 ..NewSession::default()
             },
         )
+        .await
+        .unwrap();
+    let keyed = e
+        .idempotent("turn-1")
+        .message(&me(), &interrupted, "hello")
         .await
         .unwrap();
     let run = started(
@@ -167,6 +174,7 @@ async fn fill(e: &Engine<RedbStore>) -> Open {
         busy: (queue_session, first),
         queued,
         watch_head: watch.events.last().unwrap().revision,
+        keyed: (interrupted, keyed),
     }
 }
 
@@ -220,6 +228,12 @@ async fn migrate_and_continue(source: &RedbStore, open: &Open, target_url: &str)
     compare(source, &target).await.unwrap();
 
     let e = engine_on(target);
+    // A retry of the keyed message answers its original id, appending nothing.
+    let (ksid, kid) = &open.keyed;
+    let head = e.store().head(ksid).await.unwrap();
+    let again = e.idempotent("turn-1").message(&me(), ksid, "hello").await;
+    assert_eq!(&again.unwrap(), kid, "{target_url}");
+    assert_eq!(e.store().head(ksid).await.unwrap(), head);
     // The open interrupt resolves by id alone.
     e.resolve_interrupt(
         &me(),

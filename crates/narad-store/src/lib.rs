@@ -149,6 +149,11 @@ pub enum SideSpace {
     /// The session index, keyed by session id: one engine-owned entry per
     /// session, written in the same batch as the events that change it.
     SessionIndex,
+    /// Idempotency keys: one record per key a caller gave a command,
+    /// written in the same batch as the command's events, holding a digest
+    /// of the request and the command's original result. Keyed by the
+    /// owning session (length-prefixed) and the caller's key.
+    Idempotency,
 }
 
 impl SideSpace {
@@ -164,12 +169,13 @@ impl SideSpace {
             Self::Queue => 7,
             Self::Tombstone => 8,
             Self::SessionIndex => 9,
+            Self::Idempotency => 10,
         }
     }
 
     /// Every space, in id order: what a migration or a verification must
     /// cover so that no space can be forgotten.
-    pub const ALL: [SideSpace; 9] = [
+    pub const ALL: [SideSpace; 10] = [
         Self::Lease,
         Self::Token,
         Self::Snapshot,
@@ -179,6 +185,7 @@ impl SideSpace {
         Self::Queue,
         Self::Tombstone,
         Self::SessionIndex,
+        Self::Idempotency,
     ];
 
     /// A stable lowercase name, for reports.
@@ -193,6 +200,7 @@ impl SideSpace {
             Self::Queue => "queue",
             Self::Tombstone => "tombstone",
             Self::SessionIndex => "session_index",
+            Self::Idempotency => "idempotency",
         }
     }
 }

@@ -23,7 +23,7 @@ pub enum Carry {
 
 /// How `space` is migrated. Every side record is the engine's durable
 /// state (open interrupts, tokens, leases, queued starts, timers,
-/// snapshots, session metadata): none may be dropped.
+/// snapshots, session metadata, idempotency keys): none may be dropped.
 pub const fn how(space: SideSpace) -> Carry {
     match space {
         SideSpace::Lease
@@ -34,7 +34,8 @@ pub const fn how(space: SideSpace) -> Carry {
         | SideSpace::Timer
         | SideSpace::Queue
         | SideSpace::Tombstone
-        | SideSpace::SessionIndex => Carry::Verbatim,
+        | SideSpace::SessionIndex
+        | SideSpace::Idempotency => Carry::Verbatim,
     }
 }
 

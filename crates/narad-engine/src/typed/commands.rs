@@ -102,7 +102,7 @@ impl Progress {
 }
 
 /// Which family of documents (§9.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum DocumentKind {
     /// `state.snapshot` / `state.delta`.
     State,
@@ -173,14 +173,16 @@ impl<S: Store + 'static> Engine<S> {
             .unwrap_or_else(|| self.inner.ids.next_id("progress"));
         let mut body = body_of(&progress)?;
         body.insert("progressId".into(), id.clone().into());
-        self.append_body(
-            p,
-            session_id,
-            "progress.recorded",
-            &EventScope::Run(run_id.to_owned()),
-            body,
-        )
-        .await?;
+        let (id, _) = self
+            .append_body_with(
+                p,
+                session_id,
+                "progress.recorded",
+                &EventScope::Run(run_id.to_owned()),
+                body,
+                id.clone(),
+            )
+            .await?;
         Ok(id)
     }
 
@@ -191,16 +193,17 @@ impl<S: Store + 'static> Engine<S> {
         p: &Principal,
         session_id: &str,
         kind: DocumentKind,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         value: Value,
     ) -> Result<u64, EngineError> {
+        let scope: EventScope = scope.into();
         let ty = match kind {
             DocumentKind::State => "state.snapshot",
             DocumentKind::Ui => "ui.state.snapshot",
         };
         let key = document_key(kind, &scope);
         let (rev, _) = self
-            .command(p, session_id, |j| {
+            .command_keyed(p, session_id, |j| {
                 let rev = current_revision(j, &key) + 1;
                 let mut body = Map::new();
                 body.insert("scope".into(), scope_value(&scope).into());
@@ -236,9 +239,10 @@ impl<S: Store + 'static> Engine<S> {
         p: &Principal,
         session_id: &str,
         kind: DocumentKind,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         patch: Patch,
     ) -> Result<u64, EngineError> {
+        let scope: EventScope = scope.into();
         let ty = match kind {
             DocumentKind::State => "state.delta",
             DocumentKind::Ui => "ui.state.delta",
@@ -246,7 +250,7 @@ impl<S: Store + 'static> Engine<S> {
         let key = document_key(kind, &scope);
         let patch = patch.to_value();
         let (rev, _) = self
-            .command(p, session_id, |j| {
+            .command_keyed(p, session_id, |j| {
                 let base = current_revision(j, &key);
                 let mut body = Map::new();
                 body.insert("scope".into(), scope_value(&scope).into());
@@ -323,10 +327,11 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         name: &str,
         value: Value,
     ) -> Result<StoredEvent, EngineError> {
+        let scope: EventScope = scope.into();
         let ty = match scope {
             EventScope::Session => "session.custom",
             EventScope::Run(_) => "run.custom",
@@ -344,10 +349,11 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         content_type: &str,
         payload: &str,
     ) -> Result<StoredEvent, EngineError> {
+        let scope: EventScope = scope.into();
         let ty = match scope {
             EventScope::Session => "session.raw",
             EventScope::Run(_) => "run.raw",
@@ -390,9 +396,10 @@ impl<S: Store + 'static> Engine<S> {
         p: &Principal,
         session_id: &str,
         event_type: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         body: Value,
     ) -> Result<StoredEvent, EngineError> {
+        let scope: EventScope = scope.into();
         let (info, body) = envelope::prepare(event_type, session_id, &scope, body)?;
         self.append_body(p, session_id, info.name, &scope, body)
             .await

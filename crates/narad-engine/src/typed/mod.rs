@@ -35,8 +35,27 @@ impl<S: Store + 'static> Engine<S> {
         scope: &EventScope,
         body: Map<String, Value>,
     ) -> Result<StoredEvent, EngineError> {
-        let (_, mut events) = self
-            .command(p, session_id, |j| {
+        self.append_body_with(p, session_id, event_type, scope, body, ())
+            .await
+            .map(|((), ev)| ev)
+    }
+
+    /// [`Self::append_body`] answering `out` too: the result an
+    /// idempotency key records (e.g. an id minted before the append).
+    pub(crate) async fn append_body_with<T>(
+        &self,
+        p: &Principal,
+        session_id: &str,
+        event_type: &'static str,
+        scope: &EventScope,
+        body: Map<String, Value>,
+        out: T,
+    ) -> Result<(T, StoredEvent), EngineError>
+    where
+        T: Clone + serde::Serialize + serde::de::DeserializeOwned,
+    {
+        let (out, mut events) = self
+            .command_keyed(p, session_id, |j| {
                 let at = match scope {
                     EventScope::Session => At::Session,
                     EventScope::Run(r) => j.run_at(r)?,
@@ -44,13 +63,14 @@ impl<S: Store + 'static> Engine<S> {
                 };
                 Ok(Plan::of(
                     vec![Draft::new(event_type, at, Value::Object(body.clone()))],
-                    (),
+                    out.clone(),
                 ))
             })
             .await?;
-        events
+        let ev = events
             .pop()
-            .ok_or_else(|| EngineError::InvalidCommand("nothing was appended".into()))
+            .ok_or_else(|| EngineError::InvalidCommand("nothing was appended".into()))?;
+        Ok((out, ev))
     }
 }
 
