@@ -1,24 +1,31 @@
-//! The asyncio ↔ tokio bridge. A command runs on the binding's tokio
-//! runtime; its output is queued for the asyncio loop ([`LoopChannel`]),
-//! so the event loop never blocks and engine threads never take the GIL.
-//! Each command is first polled once on the caller's thread (GIL released;
-//! the stores do their IO on blocking threads), so one that does not wait
-//! needs no thread hop at all.
+//! The asyncio ↔ Rust bridge: an engine call is a Rust future that the
+//! caller's asyncio loop itself drives. It is polled on the loop's thread
+//! with the GIL released and inside the engine's tokio runtime (the stores
+//! do their IO on blocking threads, so a poll never waits on IO). When the
+//! store finishes, its waker queues the task on the loop's [`LoopChannel`]
+//! and writes one byte to a pipe the loop watches (`loop.add_reader`); the
+//! loop polls the task again and resolves its asyncio future. A write thus
+//! costs one thread wake-up, as it does for a Rust caller on tokio, and
+//! the engine's threads never take the GIL.
 //!
 //! Why not a stock bridge: a tokio worker that waits for the GIL stalls
 //! every other session on that worker, and one that takes it while the
 //! interpreter finalizes aborts the process ("PyGILState_Release … must be
-//! current"). Here workers only queue; a cancelled asyncio future aborts
-//! its task; and `drain` (registered with `atexit`) waits for in-flight
-//! tasks (the client executor's tool call does enter Python) to finish.
+//! current"). Here no engine thread enters Python; a cancelled asyncio
+//! future of a wait that may never end (a follower, an outbox) drops its
+//! task.
+//!
+//! `NARAD_BRIDGE=runtime` instead runs each call on a tokio worker after its
+//! first poll (the engine's CPU work then runs beside the loop's thread);
+//! the benchmark compares the two.
 
 use std::future::Future;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
-use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll, Wake, Waker};
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
@@ -28,10 +35,11 @@ use pyo3::IntoPyObjectExt;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
+use crate::conv::Fail;
+
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+static ON_RUNTIME: OnceLock<bool> = OnceLock::new();
 static GET_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static RESOLVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static CHANNEL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The binding's tokio runtime (multi-threaded, started on first use).
@@ -56,62 +64,90 @@ pub fn runtime() -> PyResult<&'static Runtime> {
     Ok(RUNTIME.get_or_init(|| rt))
 }
 
-/// Counts a bridged task until it is dropped (finished or aborted).
-struct InFlight;
-
-impl InFlight {
-    fn new() -> Self {
-        IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
-        Self
-    }
+fn on_runtime() -> bool {
+    *ON_RUNTIME.get_or_init(|| std::env::var("NARAD_BRIDGE").is_ok_and(|v| v == "runtime"))
 }
 
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
-    }
+/// Turns a finished call's output into a Python value (on the loop's thread).
+pub type Done = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Py<PyAny>> + Send>;
+
+type BoxFut = Pin<Box<dyn Future<Output = Done> + Send>>;
+
+/// One engine call driven by an asyncio loop.
+struct LoopTask {
+    fut: Mutex<Option<BoxFut>>,
+    py_fut: Py<PyAny>,
+    channel: Py<LoopChannel>,
+    queued: AtomicBool,
 }
 
-/// Aborts the tokio task of an asyncio future that was cancelled.
-#[pyclass(frozen)]
-struct AbortOnCancel(Mutex<Option<tokio::task::AbortHandle>>);
+impl Wake for LoopTask {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
 
-#[pymethods]
-impl AbortOnCancel {
-    fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
-        if fut.call_method0("cancelled")?.is_truthy()? {
-            if let Ok(mut h) = self.0.lock() {
-                if let Some(h) = h.take() {
-                    h.abort();
-                }
-            }
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.queued.swap(true, Ordering::AcqRel) {
+            self.channel.get().push(Item::Poll(Arc::clone(self)));
         }
-        Ok(())
     }
 }
 
-/// Turns a finished command's output into a Python value (on the loop's thread).
-type Done = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Py<PyAny>> + Send>;
+impl LoopTask {
+    /// Polls once (GIL released, inside the runtime); `Some` when done.
+    fn poll(self: &Arc<Self>, py: Python<'_>, rt: &Runtime) -> Option<Done> {
+        self.queued.store(false, Ordering::Release);
+        let waker = Waker::from(Arc::clone(self));
+        let _in_runtime = rt.enter();
+        py.detach(|| {
+            let mut slot = self.fut.lock().ok()?;
+            let fut = slot.as_mut()?;
+            match fut.as_mut().poll(&mut Context::from_waker(&waker)) {
+                Poll::Ready(done) => {
+                    *slot = None;
+                    Some(done)
+                }
+                Poll::Pending => None,
+            }
+        })
+    }
+}
 
-/// The completions of one asyncio loop. Engine threads never take the GIL:
-/// they queue `(future, output)` and write one byte to a pipe the loop
-/// watches (`loop.add_reader`) when the queue turns non-empty; the loop
-/// then resolves every queued future in one pass. A worker blocked on the
-/// GIL would stall the engine's other sessions.
+enum Item {
+    Poll(Arc<LoopTask>),
+    Ready(Py<PyAny>, Done),
+}
+
+/// Sets `fut`'s result (or exception) unless it was cancelled.
+fn resolve(py: Python<'_>, fut: &Bound<'_, PyAny>, done: Done) -> PyResult<()> {
+    if fut.call_method0(intern!(py, "done"))?.is_truthy()? {
+        return Ok(());
+    }
+    match done(py) {
+        Ok(v) => fut.call_method1(intern!(py, "set_result"), (v,))?,
+        Err(e) => fut.call_method1(intern!(py, "set_exception"), (e.into_value(py),))?,
+    };
+    Ok(())
+}
+
+/// The ready tasks of one asyncio loop. Engine threads never take the
+/// GIL: their wakers queue the task and write one byte to a pipe the loop
+/// watches when the queue turns non-empty; the loop then polls every
+/// queued task in one pass.
 #[pyclass(frozen, module = "narad._native")]
 pub struct LoopChannel {
-    queue: Mutex<Vec<(Py<PyAny>, Done)>>,
+    queue: Mutex<Vec<Item>>,
     writer: Mutex<std::io::PipeWriter>,
     reader: Mutex<std::io::PipeReader>,
     fd: i64,
 }
 
 impl LoopChannel {
-    fn push(&self, fut: Py<PyAny>, done: Done) {
+    fn push(&self, item: Item) {
         let was_empty = match self.queue.lock() {
             Ok(mut q) => {
                 let was_empty = q.is_empty();
-                q.push((fut, done));
+                q.push(item);
                 was_empty
             }
             Err(_) => return,
@@ -145,7 +181,8 @@ impl LoopChannel {
         self.fd
     }
 
-    /// Resolves every queued future (the loop's reader callback).
+    /// Polls every queued task and resolves the finished ones (the loop's
+    /// reader callback).
     fn drain(&self, py: Python<'_>) -> PyResult<()> {
         if let Ok(mut r) = self.reader.lock() {
             // Non-blocking (set by `narad._bridge`): at most one byte waits per pass.
@@ -156,102 +193,145 @@ impl LoopChannel {
             Ok(mut q) => std::mem::take(&mut *q),
             Err(_) => return Ok(()),
         };
-        let resolve = RESOLVE.import(py, "narad._bridge", "resolve")?;
-        for (fut, done) in items {
-            let (ok, value) = match done(py) {
-                Ok(v) => (true, v),
-                Err(e) => (false, e.into_value(py).into_any()),
-            };
-            resolve.call1((fut, ok, value))?;
+        let rt = runtime()?;
+        for item in items {
+            match item {
+                Item::Ready(fut, done) => resolve(py, fut.bind(py), done)?,
+                Item::Poll(task) => {
+                    if let Some(done) = task.poll(py, rt) {
+                        resolve(py, task.py_fut.bind(py), done)?;
+                    }
+                }
+            }
         }
         Ok(())
     }
 }
 
-/// Runs `fut` on the runtime and returns an asyncio future of its result.
-/// Cancelling the future does not stop a command (it completes, unseen):
-/// commands are short, and this saves a callback per call.
-pub fn spawn<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+/// Drops the task of an asyncio future that was cancelled.
+#[pyclass(frozen)]
+struct DropOnCancel(
+    Mutex<Option<Arc<LoopTask>>>,
+    Mutex<Option<tokio::task::AbortHandle>>,
+);
+
+#[pymethods]
+impl DropOnCancel {
+    fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
+        if fut.call_method0("cancelled")?.is_truthy()? {
+            let task = self.0.lock().ok().and_then(|mut t| t.take());
+            if let Some(task) = task {
+                let fut = task.fut.lock().ok().and_then(|mut f| f.take());
+                drop(fut);
+            }
+            if let Some(h) = self.1.lock().ok().and_then(|mut h| h.take()) {
+                h.abort();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs `fut` for the running asyncio loop and returns an asyncio future
+/// of its result, converted by `into_py` on the loop's thread. Cancelling
+/// that future does not stop a command (it completes, unseen).
+pub fn spawn<'py, F, T, E>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
-    F: Future<Output = PyResult<T>> + Send + 'static,
+    F: Future<Output = Result<T, E>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
+    E: Into<Fail> + Send + 'static,
 {
     spawn_with(py, fut, false)
 }
 
 /// [`spawn`] for a wait that may never end (a follower, an outbox): a
-/// cancelled future aborts its task.
-pub fn spawn_abortable<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+/// cancelled future drops its task.
+pub fn spawn_abortable<'py, F, T, E>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
-    F: Future<Output = PyResult<T>> + Send + 'static,
+    F: Future<Output = Result<T, E>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
+    E: Into<Fail> + Send + 'static,
 {
     spawn_with(py, fut, true)
 }
 
-fn spawn_with<'py, F, T>(py: Python<'py>, fut: F, abortable: bool) -> PyResult<Bound<'py, PyAny>>
+fn spawn_with<'py, F, T, E>(py: Python<'py>, fut: F, abortable: bool) -> PyResult<Bound<'py, PyAny>>
 where
-    F: Future<Output = PyResult<T>> + Send + 'static,
+    F: Future<Output = Result<T, E>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
+    E: Into<Fail> + Send + 'static,
 {
     let rt = runtime()?;
     let event_loop = GET_LOOP
         .import(py, "asyncio", "get_running_loop")?
         .call0()?;
-    let py_fut = event_loop.call_method0("create_future")?;
-    let attr = intern!(py, "_narad_channel");
-    let channel = match event_loop.getattr_opt(attr)? {
+    let py_fut = event_loop.call_method0(intern!(py, "create_future"))?;
+    let channel = match event_loop.getattr_opt(intern!(py, "_narad_channel"))? {
         Some(ch) => ch,
         None => CHANNEL
             .import(py, "narad._bridge", "channel")?
             .call1((&event_loop,))?,
     };
     let channel: Py<LoopChannel> = channel.cast_into::<LoopChannel>()?.unbind();
-    // One poll on the caller's thread (GIL released, inside the runtime):
-    // a command that does not wait (a read from the cached session) is done
-    // without a thread hop; one that waits continues on the runtime.
-    let mut fut = Box::pin(fut);
-    let first = {
-        let _in_runtime = rt.enter();
-        py.detach(|| {
-            let mut cx = Context::from_waker(Waker::noop());
-            fut.as_mut().poll(&mut cx)
-        })
-    };
-    if let Poll::Ready(out) = first {
-        let resolve = RESOLVE.import(py, "narad._bridge", "resolve")?;
-        match out.and_then(|v| v.into_py_any(py)) {
-            Ok(v) => resolve.call1((&py_fut, true, v))?,
-            Err(e) => resolve.call1((&py_fut, false, e.into_value(py)))?,
-        };
+    let boxed: BoxFut = Box::pin(async move {
+        let out = fut.await;
+        let done: Done = Box::new(move |py| match out {
+            Ok(v) => v.into_py_any(py),
+            Err(e) => Err(e.into().into_py()),
+        });
+        done
+    });
+    let task = Arc::new(LoopTask {
+        fut: Mutex::new(Some(boxed)),
+        py_fut: py_fut.clone().unbind(),
+        channel,
+        queued: AtomicBool::new(false),
+    });
+    if on_runtime() {
+        return spawn_on_runtime(py, rt, task, abortable);
+    }
+    if let Some(done) = task.poll(py, rt) {
+        resolve(py, &py_fut, done)?;
         return Ok(py_fut);
     }
-    let pf = py_fut.clone().unbind();
-    let counted = InFlight::new();
-    let handle = rt.spawn(async move {
-        let _counted = counted;
-        let out = fut.await;
-        let done: Done = Box::new(move |py| out.and_then(|v| v.into_py_any(py)));
-        channel.get().push(pf, done);
-    });
     if abortable {
-        let abort = AbortOnCancel(Mutex::new(Some(handle.abort_handle())));
-        py_fut.call_method1("add_done_callback", (abort,))?;
+        let cb = DropOnCancel(Mutex::new(Some(task)), Mutex::new(None));
+        py_fut.call_method1(intern!(py, "add_done_callback"), (cb,))?;
     }
     Ok(py_fut)
 }
 
-/// Waits (without the GIL) until no bridged task is inside Python, at most
-/// `timeout` seconds. Registered with `atexit`.
-#[pyfunction]
-pub fn drain(py: Python<'_>, timeout: f64) {
-    let limit = Duration::try_from_secs_f64(timeout.max(0.0)).unwrap_or(Duration::ZERO);
-    py.detach(|| {
-        let start = Instant::now();
-        while IN_FLIGHT.load(Ordering::SeqCst) > 0 && start.elapsed() < limit {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+/// The `NARAD_BRIDGE=runtime` path: one poll on the caller's thread, then
+/// a tokio task that queues the output for the loop.
+fn spawn_on_runtime<'py>(
+    py: Python<'py>,
+    rt: &Runtime,
+    task: Arc<LoopTask>,
+    abortable: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py_fut = task.py_fut.bind(py).clone();
+    let Some(mut fut) = task.fut.lock().ok().and_then(|mut f| f.take()) else {
+        return Ok(py_fut);
+    };
+    let first = {
+        let _in_runtime = rt.enter();
+        py.detach(|| fut.as_mut().poll(&mut Context::from_waker(Waker::noop())))
+    };
+    if let Poll::Ready(done) = first {
+        resolve(py, &py_fut, done)?;
+        return Ok(py_fut);
+    }
+    let pf = task.py_fut.clone_ref(py);
+    let channel = task.channel.clone_ref(py);
+    let handle = rt.spawn(async move {
+        let done = fut.await;
+        channel.get().push(Item::Ready(pf, done));
     });
+    if abortable {
+        let cb = DropOnCancel(Mutex::new(None), Mutex::new(Some(handle.abort_handle())));
+        py_fut.call_method1(intern!(py, "add_done_callback"), (cb,))?;
+    }
+    Ok(py_fut)
 }
 
 /// Sends once when called (a `concurrent.futures` done callback).
@@ -270,7 +350,8 @@ impl Notify {
 }
 
 /// Runs the coroutine `make()` returns on `event_loop` and waits for its
-/// result from a tokio task.
+/// result (from a task the loop drives: the GIL is taken on the loop's
+/// own thread).
 pub async fn call_async<M>(event_loop: Py<PyAny>, make: M) -> PyResult<Py<PyAny>>
 where
     M: for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>>,
