@@ -61,7 +61,7 @@ macro_rules! awaitable {
 #[pymethods]
 impl NativeEngine {
     #[staticmethod]
-    #[pyo3(signature = (url, principal = "local".to_owned(), clock = None, sequential_ids = false, rules = None))]
+    #[pyo3(signature = (url, principal = "local".to_owned(), clock = None, sequential_ids = false, rules = None, config = None))]
     fn open<'py>(
         py: Python<'py>,
         url: String,
@@ -69,8 +69,12 @@ impl NativeEngine {
         clock: Option<PyRef<'py, host::NativeClock>>,
         sequential_ids: bool,
         rules: Option<PyRef<'py, host::NativeRules>>,
+        config: Option<protocol::ConfigArgs>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let mut h = Host::default();
+        if let Some(c) = config {
+            h.config = protocol::config(c).map_err(errors::to_py)?;
+        }
         if let Some(c) = clock {
             h.clock = Some(c.clock.clone());
         }

@@ -295,6 +295,31 @@ fn fire_due_timers<'py>(py: Python<'py>, engine: &NativeEngine) -> PyResult<Boun
     })
 }
 
+/// Rebuilds a session's index entry from its journal if it differs;
+/// returns whether it did.
+#[pyfunction]
+fn reindex<'py>(
+    py: Python<'py>,
+    engine: &NativeEngine,
+    session_id: String,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (e, p) = engine.get()?;
+    spawn(py, async move { e.reindex(&p, &session_id).await })
+}
+
+/// The entry rebuilt from the journal when the stored one differs, else `None`.
+#[pyfunction]
+fn check_index<'py>(
+    py: Python<'py>,
+    engine: &NativeEngine,
+    session_id: String,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (e, _) = engine.get()?;
+    spawn(py, async move {
+        Ok::<_, EngineError>(e.check_index(&session_id).await?.map(entry))
+    })
+}
+
 /// Registers this module's functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sessions, m)?)?;
@@ -310,5 +335,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import_records, m)?)?;
     m.add_function(wrap_pyfunction!(hydrate_records, m)?)?;
     m.add_function(wrap_pyfunction!(fire_due_timers, m)?)?;
+    m.add_function(wrap_pyfunction!(reindex, m)?)?;
+    m.add_function(wrap_pyfunction!(check_index, m)?)?;
     Ok(())
 }

@@ -32,6 +32,39 @@ pub struct Host {
     pub clock: Option<Arc<dyn Clock>>,
     pub ids: Option<Arc<dyn IdSource>>,
     pub auth: Option<Arc<dyn Authorizer>>,
+    pub config: EngineConfig,
+}
+
+/// Engine settings from Python: `(cached_sessions, history_limit,
+/// snapshot_every, max_retries, lease_ttl, heartbeat_interval, token_ttl)`,
+/// durations in seconds; `None` keeps the default.
+pub type ConfigArgs = (
+    Option<usize>,
+    Option<usize>,
+    Option<u64>,
+    Option<usize>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+);
+
+/// [`EngineConfig`] from [`ConfigArgs`].
+pub fn config(a: ConfigArgs) -> Result<EngineConfig, EngineError> {
+    let d = EngineConfig::default();
+    let secs = |s: Option<f64>, default: std::time::Duration| match s {
+        None => Ok(default),
+        Some(s) => std::time::Duration::try_from_secs_f64(s)
+            .map_err(|_| invalid("a duration is a non-negative number of seconds")),
+    };
+    Ok(EngineConfig {
+        cached_sessions: a.0.unwrap_or(d.cached_sessions),
+        history_limit: a.1.unwrap_or(d.history_limit),
+        snapshot_every: a.2.unwrap_or(d.snapshot_every),
+        max_retries: a.3.unwrap_or(d.max_retries),
+        lease_ttl: secs(a.4, d.lease_ttl)?,
+        heartbeat_interval: secs(a.5, d.heartbeat_interval)?,
+        token_ttl: secs(a.6, d.token_ttl)?,
+    })
 }
 
 /// Opens (or creates) the store a URL names and an engine over it.
@@ -44,7 +77,7 @@ pub async fn open(url: &str, host: Host) -> Result<Eng, EngineError> {
         host.clock.unwrap_or_else(|| Arc::new(SystemClock)),
         host.ids.unwrap_or_else(|| Arc::new(RandomIds)),
         host.auth.unwrap_or_else(|| Arc::new(AllowAll)),
-        EngineConfig::default(),
+        host.config,
     ))
 }
 

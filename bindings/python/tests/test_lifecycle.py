@@ -126,3 +126,23 @@ async def test_state_at_fork_and_import(url, tmp_path):
     assert [m["content"] for m in recs[0]["messages"]] == ["one"]
     await other.close()
     await e.close()
+
+
+async def test_config_and_index_check(url):
+    e = await narad.Engine.open(url, config=narad.EngineConfig(history_limit=2, cached_sessions=1,
+                                                               snapshot_every=2))
+    sid = await e.create_session()
+    for i in range(5):
+        await e.message(sid, f"m{i}")
+    page = await e.history(sid)
+    assert [x.session_sequence for x in page.events] == [1, 2] and page.next == 2
+    assert (await e.capabilities(sid))["historyLimit"] == 2
+    other = await e.create_session()
+    await e.message(other, "evicts the first session from the cache of one")
+    assert [m.content for m in (await e.state(sid)).transcript][-1] == "m4"
+    assert e.stats()["hydrations"] >= 1 and e.stats()["fromSnapshot"] >= 1
+    assert await e.check_index(sid) is None
+    assert await e.reindex(sid) is False
+    with pytest.raises(narad.InvalidCommandError):
+        await narad.Engine.open(url, config=narad.EngineConfig(lease_ttl=-1))
+    await e.close()

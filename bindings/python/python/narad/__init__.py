@@ -24,7 +24,7 @@ from ._errors import (
     StoreError,
 )
 from ._executor import ClientToolExecutor, Handled
-from ._host import Authorizer, ManualClock, Rule
+from ._host import Authorizer, EngineConfig, ManualClock, Rule
 from ._more import WatchFollow
 from ._state import (
     Deleted,
@@ -44,6 +44,7 @@ __all__ = [
     "AttachItem",
     "Authorizer",
     "Deleted",
+    "EngineConfig",
     "ManualClock",
     "PruneReport",
     "Reasoning",

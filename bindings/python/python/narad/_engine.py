@@ -10,7 +10,7 @@ from types import TracebackType
 from typing import Any, AsyncIterator, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 from . import _native
-from ._host import Authorizer, ManualClock
+from ._host import Authorizer, EngineConfig, ManualClock
 from ._more import _LifecycleMixin, _RecordsMixin, _posix, _scope
 from ._state import SessionState
 
@@ -235,7 +235,8 @@ class Engine(_LifecycleMixin, _RecordsMixin):
 
     @classmethod
     async def open(cls, url: str, *, principal: str = "local", clock: Optional[ManualClock] = None,
-                   sequential_ids: bool = False, authorizer: Optional[Authorizer] = None) -> "Engine":
+                   sequential_ids: bool = False, authorizer: Optional[Authorizer] = None,
+                   config: Optional[EngineConfig] = None) -> "Engine":
         """Opens (or creates) the store ``url`` names.
 
         ``principal`` is who this handle acts as (see :meth:`as_principal`).
@@ -243,10 +244,12 @@ class Engine(_LifecycleMixin, _RecordsMixin):
         ``sequential_ids`` makes new ids ``kind-1``, ``kind-2``, ...
         ``authorizer`` (an :class:`Authorizer` of allow rules) refuses what
         no rule allows; the default allows everything but trace and debug.
+        ``config`` (an :class:`EngineConfig`) sets cache size, history page
+        limit, snapshot interval, retries and client lease/token times.
         """
         native = await _native.NativeEngine.open(
             url, principal, None if clock is None else clock._native, sequential_ids,
-            None if authorizer is None else authorizer._native)
+            None if authorizer is None else authorizer._native, None if config is None else config._args())
         return cls(native)
 
     def as_principal(self, principal: str) -> "Engine":

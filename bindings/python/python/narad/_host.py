@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, List, Sequence
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 from . import _native
 
-__all__ = ["Authorizer", "ManualClock", "Rule"]
+__all__ = ["Authorizer", "EngineConfig", "ManualClock", "Rule"]
 
 
 class ManualClock:
@@ -65,3 +65,22 @@ class Authorizer:
             [(list(r.principals), list(r.actions), list(r.sessions), list(r.event_types), list(r.workspaces))
              for r in self.rules],
             self.debug)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Engine settings; ``None`` keeps the engine's default. Durations are
+    seconds. ``snapshot_every=0`` turns automatic reducer snapshots off."""
+
+    cached_sessions: Optional[int] = None
+    history_limit: Optional[int] = None
+    snapshot_every: Optional[int] = None
+    max_retries: Optional[int] = None
+    lease_ttl: Optional[float] = None
+    heartbeat_interval: Optional[float] = None
+    token_ttl: Optional[float] = None
+
+    def _args(self) -> Tuple[Optional[int], Optional[int], Optional[int], Optional[int], Optional[float],
+                             Optional[float], Optional[float]]:
+        return (self.cached_sessions, self.history_limit, self.snapshot_every, self.max_retries,
+                self.lease_ttl, self.heartbeat_interval, self.token_ttl)

@@ -115,7 +115,7 @@ class _LifecycleMixin:
         recently active kept). Sessions with open work are kept unless ``force``."""
         deleted, kept = await _native.prune(self._native, _seconds(max_idle), max_sessions_per_workspace,
                                             force, dry_run)
-        return PruneReport(list(deleted), [tuple(k) for k in kept])
+        return PruneReport(list(deleted), [(sid, why) for sid, why in kept])
 
     def set_retention(self, *, max_idle: Union[None, float, _dt.timedelta] = None,
                       max_sessions_per_workspace: Optional[int] = None, force: bool = False) -> None:
@@ -124,8 +124,11 @@ class _LifecycleMixin:
         _native.set_retention(self._native, _seconds(max_idle), max_sessions_per_workspace, force)
 
     async def state_at(self, session_id: str, sequence: int) -> SessionState:
-        """The typed state after the events through ``sequence``."""
+        """The typed state after the events through ``sequence`` (a
+        ``sequence`` past the head raises :class:`InvalidCommandError`)."""
         t = await _native.state_at(self._native, session_id, sequence)
+        if t is None:
+            raise LookupError(session_id)
         return SessionState._from_native(session_id, t)
 
     async def fork(self, session_id: str, through: int) -> str:
@@ -155,6 +158,17 @@ class _LifecycleMixin:
                           for k, s, i, d, t in fired],
                 "dropped": dropped,
                 "failed": [{"kind": k, "id": i, "code": c} for k, i, c in failed]}
+
+    async def reindex(self, session_id: str) -> bool:
+        """Rebuilds the session's index entry from its journal if the stored
+        one differs; returns whether it did."""
+        return await _native.reindex(self._native, session_id)
+
+    async def check_index(self, session_id: str) -> Optional[SessionEntry]:
+        """The entry rebuilt from the journal when the stored one differs
+        (``None``: the index is right)."""
+        e = await _native.check_index(self._native, session_id)
+        return None if e is None else SessionEntry(*e)
 
     def watch(self, session_id: str, after: int = 0) -> WatchFollow:
         """The session's watch events (§8) after session position ``after``, live."""
