@@ -1,29 +1,32 @@
-//! The asyncio ↔ Rust bridge: an engine call is a Rust future that the
-//! caller's asyncio loop itself drives. It is polled on the loop's thread
-//! with the GIL released and inside the engine's tokio runtime (the stores
-//! do their IO on blocking threads, so a poll never waits on IO). When the
-//! store finishes, its waker queues the task on the loop's [`LoopChannel`]
-//! and writes one byte to a pipe the loop watches (`loop.add_reader`); the
-//! loop polls the task again and resolves its asyncio future. A write thus
-//! costs one thread wake-up, as it does for a Rust caller on tokio, and
-//! the engine's threads never take the GIL.
+//! The asyncio ↔ tokio bridge. While few calls are in flight, an engine
+//! call is polled once on the caller's thread (GIL released, inside the
+//! engine's tokio runtime; the stores do their IO on their own threads, so
+//! a poll never waits on IO): a call that does not wait is done with no
+//! thread hop. (With many in flight, calls start on the workers, so the
+//! engine's work runs in parallel rather than on the loop's thread.) A call that waits
+//! is moved onto a tokio worker by its first wake-up (the store's
+//! completion), so it costs no extra wake-up to hand it over; it then runs
+//! to its end on the runtime like a Rust caller's, and only its output is
+//! queued for the asyncio loop ([`LoopChannel`]), which a pipe the loop
+//! watches (`loop.add_reader`) wakes once per batch of completions.
+//!
+//! Measured alternatives: letting the loop drive the future to its end
+//! costs one loop wake-up per internal await of a command (several per
+//! write), which made it 2-3x slower than a Rust caller; spawning on the
+//! runtime right after the first poll costs a worker wake-up per call.
 //!
 //! Why not a stock bridge: a tokio worker that waits for the GIL stalls
 //! every other session on that worker, and one that takes it while the
 //! interpreter finalizes aborts the process ("PyGILState_Release … must be
-//! current"). Here no engine thread enters Python; a cancelled asyncio
-//! future of a wait that may never end (a follower, an outbox) drops its
-//! task.
-//!
-//! `NARAD_BRIDGE=runtime` instead runs each call on a tokio worker after its
-//! first poll (the engine's CPU work then runs beside the loop's thread);
-//! the benchmark compares the two.
+//! current"). Here engine threads never take the GIL (outputs become Python
+//! objects on the loop's thread); a cancelled asyncio future of a wait
+//! that may never end (a follower, an outbox) drops or aborts its task.
 
 use std::future::Future;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -38,7 +41,6 @@ use tokio::sync::oneshot;
 use crate::conv::Fail;
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-static ON_RUNTIME: OnceLock<bool> = OnceLock::new();
 static GET_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static CHANNEL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
@@ -64,39 +66,105 @@ pub fn runtime() -> PyResult<&'static Runtime> {
     Ok(RUNTIME.get_or_init(|| rt))
 }
 
-fn on_runtime() -> bool {
-    *ON_RUNTIME.get_or_init(|| std::env::var("NARAD_BRIDGE").is_ok_and(|v| v == "runtime"))
-}
-
 /// Turns a finished call's output into a Python value (on the loop's thread).
 pub type Done = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Py<PyAny>> + Send>;
 
 type BoxFut = Pin<Box<dyn Future<Output = Done> + Send>>;
 
-/// One engine call driven by an asyncio loop.
-struct LoopTask {
+static INLINE_LIMIT: OnceLock<usize> = OnceLock::new();
+/// Commands started and not yet finished (waits that may never end, such
+/// as followers, are not counted).
+static BUSY: AtomicUsize = AtomicUsize::new(0);
+
+/// The first poll runs on the caller's thread only while at most this many
+/// commands (the new one included) are in flight (`NARAD_INLINE_LIMIT`, default 2). With one
+/// session it saves a worker wake-up per command; with many, the engine's
+/// work of every command would pile up on the loop's one thread, so calls
+/// start on the tokio workers instead, in parallel. `0` never polls inline.
+fn inline_limit() -> usize {
+    *INLINE_LIMIT.get_or_init(|| {
+        std::env::var("NARAD_INLINE_LIMIT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2)
+    })
+}
+
+/// Counts a command in [`BUSY`] until its task is dropped.
+struct Busy;
+
+impl Busy {
+    fn new() -> Self {
+        BUSY.fetch_add(1, Ordering::AcqRel);
+        Self
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        BUSY.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Who polls a task after its first poll.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Driver {
+    /// A tokio worker, from the first wake-up on.
+    Runtime,
+    /// The asyncio loop's thread (GIL released while polling): for calls
+    /// that enter Python themselves (the client executor's tool call), so
+    /// the GIL is only ever taken on the loop's own thread.
+    Loop,
+}
+
+/// One engine call.
+struct Task {
     fut: Mutex<Option<BoxFut>>,
     py_fut: Py<PyAny>,
     channel: Py<LoopChannel>,
-    queued: AtomicBool,
+    driver: Driver,
+    /// Runtime: moved onto a worker. Loop: queued for a poll.
+    scheduled: AtomicBool,
+    abort: Mutex<Option<tokio::task::AbortHandle>>,
+    _busy: Option<Busy>,
 }
 
-impl Wake for LoopTask {
+impl Wake for Task {
     fn wake(self: Arc<Self>) {
         self.wake_by_ref();
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        if !self.queued.swap(true, Ordering::AcqRel) {
+        if self.scheduled.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if self.driver == Driver::Loop {
             self.channel.get().push(Item::Poll(Arc::clone(self)));
+            return;
+        }
+        let Some(rt) = RUNTIME.get() else { return };
+        let task = Arc::clone(self);
+        let handle = rt.spawn(async move {
+            // Waits for the inline poll to return if it is still running.
+            let fut = task.fut.lock().ok().and_then(|mut f| f.take());
+            if let Some(fut) = fut {
+                let done = fut.await;
+                task.channel.get().push(Item::Done(Arc::clone(&task), done));
+            }
+        });
+        if let Ok(mut a) = self.abort.lock() {
+            *a = Some(handle.abort_handle());
         }
     }
 }
 
-impl LoopTask {
-    /// Polls once (GIL released, inside the runtime); `Some` when done.
-    fn poll(self: &Arc<Self>, py: Python<'_>, rt: &Runtime) -> Option<Done> {
-        self.queued.store(false, Ordering::Release);
+impl Task {
+    /// Polls on the caller's thread (GIL released, inside the runtime);
+    /// `Some` when done.
+    fn poll_here(self: &Arc<Self>, py: Python<'_>, rt: &Runtime) -> Option<Done> {
+        if self.driver == Driver::Loop {
+            self.scheduled.store(false, Ordering::Release);
+        }
         let waker = Waker::from(Arc::clone(self));
         let _in_runtime = rt.enter();
         py.detach(|| {
@@ -114,8 +182,8 @@ impl LoopTask {
 }
 
 enum Item {
-    Poll(Arc<LoopTask>),
-    Ready(Py<PyAny>, Done),
+    Poll(Arc<Task>),
+    Done(Arc<Task>, Done),
 }
 
 /// Sets `fut`'s result (or exception) unless it was cancelled.
@@ -130,10 +198,10 @@ fn resolve(py: Python<'_>, fut: &Bound<'_, PyAny>, done: Done) -> PyResult<()> {
     Ok(())
 }
 
-/// The ready tasks of one asyncio loop. Engine threads never take the
-/// GIL: their wakers queue the task and write one byte to a pipe the loop
-/// watches when the queue turns non-empty; the loop then polls every
-/// queued task in one pass.
+/// The completions of one asyncio loop. Engine threads never take the
+/// GIL: they queue the output (or, for a loop-driven task, the task) and
+/// write one byte to a pipe the loop watches when the queue turns
+/// non-empty; the loop then handles every queued item in one pass.
 #[pyclass(frozen, module = "narad._native")]
 pub struct LoopChannel {
     queue: Mutex<Vec<Item>>,
@@ -181,8 +249,8 @@ impl LoopChannel {
         self.fd
     }
 
-    /// Polls every queued task and resolves the finished ones (the loop's
-    /// reader callback).
+    /// Resolves every finished call and polls every queued loop-driven one
+    /// (the loop's reader callback).
     fn drain(&self, py: Python<'_>) -> PyResult<()> {
         if let Ok(mut r) = self.reader.lock() {
             // Non-blocking (set by `narad._bridge`): at most one byte waits per pass.
@@ -196,9 +264,9 @@ impl LoopChannel {
         let rt = runtime()?;
         for item in items {
             match item {
-                Item::Ready(fut, done) => resolve(py, fut.bind(py), done)?,
+                Item::Done(task, done) => resolve(py, task.py_fut.bind(py), done)?,
                 Item::Poll(task) => {
-                    if let Some(done) = task.poll(py, rt) {
+                    if let Some(done) = task.poll_here(py, rt) {
                         resolve(py, task.py_fut.bind(py), done)?;
                     }
                 }
@@ -208,23 +276,17 @@ impl LoopChannel {
     }
 }
 
-/// Drops the task of an asyncio future that was cancelled.
+/// Drops (or aborts) the task of an asyncio future that was cancelled.
 #[pyclass(frozen)]
-struct DropOnCancel(
-    Mutex<Option<Arc<LoopTask>>>,
-    Mutex<Option<tokio::task::AbortHandle>>,
-);
+struct DropOnCancel(Arc<Task>);
 
 #[pymethods]
 impl DropOnCancel {
     fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
         if fut.call_method0("cancelled")?.is_truthy()? {
-            let task = self.0.lock().ok().and_then(|mut t| t.take());
-            if let Some(task) = task {
-                let fut = task.fut.lock().ok().and_then(|mut f| f.take());
-                drop(fut);
-            }
-            if let Some(h) = self.1.lock().ok().and_then(|mut h| h.take()) {
+            let dropped = self.0.fut.lock().ok().and_then(|mut f| f.take());
+            drop(dropped);
+            if let Some(h) = self.0.abort.lock().ok().and_then(|mut h| h.take()) {
                 h.abort();
             }
         }
@@ -233,7 +295,7 @@ impl DropOnCancel {
 }
 
 /// Runs `fut` for the running asyncio loop and returns an asyncio future
-/// of its result, converted by `into_py` on the loop's thread. Cancelling
+/// of its result, converted to Python on the loop's thread. Cancelling
 /// that future does not stop a command (it completes, unseen).
 pub fn spawn<'py, F, T, E>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
@@ -241,7 +303,7 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
     E: Into<Fail> + Send + 'static,
 {
-    spawn_with(py, fut, false)
+    spawn_with(py, fut, Driver::Runtime, false)
 }
 
 /// [`spawn`] for a wait that may never end (a follower, an outbox): a
@@ -252,10 +314,26 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
     E: Into<Fail> + Send + 'static,
 {
-    spawn_with(py, fut, true)
+    spawn_with(py, fut, Driver::Runtime, true)
 }
 
-fn spawn_with<'py, F, T, E>(py: Python<'py>, fut: F, abortable: bool) -> PyResult<Bound<'py, PyAny>>
+/// [`spawn`] for a call that enters Python itself: the loop's thread
+/// polls it to its end, so the GIL is never taken on an engine thread.
+pub fn spawn_on_loop<'py, F, T, E>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = Result<T, E>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+    E: Into<Fail> + Send + 'static,
+{
+    spawn_with(py, fut, Driver::Loop, false)
+}
+
+fn spawn_with<'py, F, T, E>(
+    py: Python<'py>,
+    fut: F,
+    driver: Driver,
+    abortable: bool,
+) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = Result<T, E>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
@@ -281,55 +359,24 @@ where
         });
         done
     });
-    let task = Arc::new(LoopTask {
+    let task = Arc::new(Task {
         fut: Mutex::new(Some(boxed)),
         py_fut: py_fut.clone().unbind(),
         channel,
-        queued: AtomicBool::new(false),
+        driver,
+        scheduled: AtomicBool::new(false),
+        abort: Mutex::new(None),
+        _busy: (!abortable).then(Busy::new),
     });
-    if on_runtime() {
-        return spawn_on_runtime(py, rt, task, abortable);
-    }
-    if let Some(done) = task.poll(py, rt) {
+    let crowded = BUSY.load(Ordering::Acquire) > inline_limit();
+    if driver == Driver::Runtime && crowded {
+        task.wake_by_ref();
+    } else if let Some(done) = task.poll_here(py, rt) {
         resolve(py, &py_fut, done)?;
         return Ok(py_fut);
     }
     if abortable {
-        let cb = DropOnCancel(Mutex::new(Some(task)), Mutex::new(None));
-        py_fut.call_method1(intern!(py, "add_done_callback"), (cb,))?;
-    }
-    Ok(py_fut)
-}
-
-/// The `NARAD_BRIDGE=runtime` path: one poll on the caller's thread, then
-/// a tokio task that queues the output for the loop.
-fn spawn_on_runtime<'py>(
-    py: Python<'py>,
-    rt: &Runtime,
-    task: Arc<LoopTask>,
-    abortable: bool,
-) -> PyResult<Bound<'py, PyAny>> {
-    let py_fut = task.py_fut.bind(py).clone();
-    let Some(mut fut) = task.fut.lock().ok().and_then(|mut f| f.take()) else {
-        return Ok(py_fut);
-    };
-    let first = {
-        let _in_runtime = rt.enter();
-        py.detach(|| fut.as_mut().poll(&mut Context::from_waker(Waker::noop())))
-    };
-    if let Poll::Ready(done) = first {
-        resolve(py, &py_fut, done)?;
-        return Ok(py_fut);
-    }
-    let pf = task.py_fut.clone_ref(py);
-    let channel = task.channel.clone_ref(py);
-    let handle = rt.spawn(async move {
-        let done = fut.await;
-        channel.get().push(Item::Ready(pf, done));
-    });
-    if abortable {
-        let cb = DropOnCancel(Mutex::new(None), Mutex::new(Some(handle.abort_handle())));
-        py_fut.call_method1(intern!(py, "add_done_callback"), (cb,))?;
+        py_fut.call_method1(intern!(py, "add_done_callback"), (DropOnCancel(task),))?;
     }
     Ok(py_fut)
 }
@@ -350,8 +397,8 @@ impl Notify {
 }
 
 /// Runs the coroutine `make()` returns on `event_loop` and waits for its
-/// result (from a task the loop drives: the GIL is taken on the loop's
-/// own thread).
+/// result. Call it only from a [`spawn_on_loop`] task, so the GIL is
+/// taken on the loop's own thread.
 pub async fn call_async<M>(event_loop: Py<PyAny>, make: M) -> PyResult<Py<PyAny>>
 where
     M: for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>>,

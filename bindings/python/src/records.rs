@@ -255,7 +255,7 @@ impl NativeExecutor {
             .import("asyncio")?
             .call_method0("get_running_loop")?
             .unbind();
-        spawn(py, async move {
+        bridge::spawn_on_loop(py, async move {
             let handled = exec
                 .handle(&message, |name, args| {
                     run_tool(event_loop, tool, name, args)
