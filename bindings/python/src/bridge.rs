@@ -126,6 +126,8 @@ struct Task {
     /// Runtime: moved onto a worker. Loop: queued for a poll.
     scheduled: AtomicBool,
     abort: Mutex<Option<tokio::task::AbortHandle>>,
+    /// Set when the asyncio future was cancelled (abortable waits only).
+    cancelled: AtomicBool,
     _busy: Option<Busy>,
 }
 
@@ -154,6 +156,10 @@ impl Wake for Task {
         });
         if let Ok(mut a) = self.abort.lock() {
             *a = Some(handle.abort_handle());
+        }
+        // A cancel that ran before the handle was stored could not abort it.
+        if self.cancelled.load(Ordering::Acquire) {
+            handle.abort();
         }
     }
 }
@@ -284,6 +290,7 @@ struct DropOnCancel(Arc<Task>);
 impl DropOnCancel {
     fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
         if fut.call_method0("cancelled")?.is_truthy()? {
+            self.0.cancelled.store(true, Ordering::Release);
             let dropped = self.0.fut.lock().ok().and_then(|mut f| f.take());
             drop(dropped);
             if let Some(h) = self.0.abort.lock().ok().and_then(|mut h| h.take()) {
@@ -366,6 +373,7 @@ where
         driver,
         scheduled: AtomicBool::new(false),
         abort: Mutex::new(None),
+        cancelled: AtomicBool::new(false),
         _busy: (!abortable).then(Busy::new),
     });
     let crowded = BUSY.load(Ordering::Acquire) > inline_limit();
