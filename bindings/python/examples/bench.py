@@ -1,12 +1,17 @@
 """Commands/s from Python against the same commands from Rust, on the same
 engine and store, in one run.
 
-    python examples/bench.py [--turns-1 N] [--turns-64 N] [--dir DIR]
+    python examples/bench.py [--turns-1 N] [--turns-64 N] [--rounds R]
+                             [--backends redb,sqlite] [--dir DIR]
 
 Each turn is 8 commands (message, start_run, start/finish tool call,
-streamed text started/delta/completed, end_run). The Rust side runs the
-identical turns through the binding's own protocol layer on the same
-engine (``NativeEngine._bench_rust``), without Python in the loop.
+streamed text started/delta/completed, end_run). The Python side runs the
+turns through the public ``narad.Engine`` as asyncio tasks; the Rust side
+runs the identical turns through the engine's typed API as tokio tasks
+(``NativeEngine._bench_rust``), without Python in the loop. Rounds
+alternate the two sides, and which side goes first alternates too, so a
+change in machine load hits both. Every round is printed; the summary is
+the median of each side and the median of the per-round ratios (no best-of).
 """
 
 import argparse
@@ -44,34 +49,52 @@ async def python_side(e: narad.Engine, sessions: int, turns: int) -> float:
 
 
 async def rust_side(e: narad.Engine, sessions: int, turns: int) -> float:
-    commands, secs = await e._n()._bench_rust(sessions, turns)
+    commands, secs = await e._native._bench_rust(sessions, turns)
     return commands / secs
+
+
+async def measure(e: narad.Engine, sessions: int, turns: int, rounds: int, label: str) -> float:
+    rust, py = [], []
+    for r in range(rounds):
+        if r % 2 == 0:
+            rust.append(await rust_side(e, sessions, turns))
+            py.append(await python_side(e, sessions, turns))
+        else:
+            py.append(await python_side(e, sessions, turns))
+            rust.append(await rust_side(e, sessions, turns))
+        print(f"  {label:8} {sessions:>3} sessions round {r + 1}: rust {rust[-1]:8.0f}  python {py[-1]:8.0f}"
+              f"  ratio {py[-1] / rust[-1]:5.2f}", flush=True)
+    ratios = [p / q for p, q in zip(py, rust)]
+    med = statistics.median(ratios)
+    print(f"{label:8} {sessions:>8} {statistics.median(rust):>11.0f} {statistics.median(py):>13.0f}"
+          f" {med:>12.2f}x  (rounds: {' '.join(f'{x:.2f}' for x in ratios)})", flush=True)
+    return med
 
 
 async def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--turns-1", type=int, default=150)
-    ap.add_argument("--turns-64", type=int, default=6)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--turns-1", type=int, default=150, help="turns per round at 1 session")
+    ap.add_argument("--turns-64", type=int, default=6, help="turns per session per round at 64 sessions")
+    ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--dir", default=None)
     ap.add_argument("--backends", default="redb,sqlite")
     a = ap.parse_args()
     d = a.dir or tempfile.mkdtemp(prefix="narad-bench-")
-    print(f"{'store':8} {'sessions':>8} {'rust cmd/s':>11} {'python cmd/s':>13} {'ratio':>6}"
-          f" {'median ratio':>13}  (best of {a.rounds} interleaved rounds; median of per-round ratios)")
+    inline = os.environ.get("NARAD_INLINE_LIMIT", "default")
+    print(f"NARAD_INLINE_LIMIT={inline}; {a.rounds} interleaved rounds per row; "
+          f"{a.turns_1} turns at 1 session, {a.turns_64} turns x 64 sessions; 8 commands per turn")
+    print(f"{'store':8} {'sessions':>8} {'rust cmd/s':>11} {'python cmd/s':>13} {'median ratio':>13}"
+          "  (medians; per-round python/rust ratios)")
+    t0 = time.perf_counter()
     for backend in a.backends.split(","):
         url = f"{backend}:{os.path.join(d, 'bench.' + backend)}"
         e = await narad.Engine.open(url)
-        await python_side(e, 1, 3)  # warm up
+        await python_side(e, 4, 3)  # warm up both sides (caches, threads)
+        await rust_side(e, 4, 3)
         for sessions, turns in ((1, a.turns_1), (64, a.turns_64)):
-            rust, py = [], []
-            for _ in range(a.rounds):  # alternate, best of each
-                rust.append(await rust_side(e, sessions, turns))
-                py.append(await python_side(e, sessions, turns))
-            r, p = max(rust), max(py)
-            med = statistics.median(b / a for a, b in zip(rust, py))
-            print(f"{backend:8} {sessions:>8} {r:>11.0f} {p:>13.0f} {p / r:>5.2f}x {med:>12.2f}x", flush=True)
+            await measure(e, sessions, turns, a.rounds, backend)
         await e.close()
+    print(f"total {time.perf_counter() - t0:.1f}s")
 
 
 if __name__ == "__main__":

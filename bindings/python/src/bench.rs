@@ -1,12 +1,15 @@
 //! The Rust side of the binding benchmark (`examples/bench.py`): the same
-//! command sequence the Python side runs, through the same `protocol`
-//! layer and the same engine, without Python. Not public API.
+//! command sequence the Python side runs, on the same engine, as a Rust
+//! host writes it (typed commands on tokio tasks). Not public API.
 
 use std::time::Instant;
 
-use narad_engine::{EngineError, Principal};
+use narad_engine::{
+    EngineError, EventScope, Principal, StartRun, Started, Terminal, TextOptions, ToolOutcome,
+};
+use serde_json::json;
 
-use crate::protocol::{self, Eng, RunArgs};
+use crate::protocol::Eng;
 
 /// Commands in one iteration of [`turn`].
 pub const COMMANDS_PER_TURN: u64 = 8;
@@ -14,16 +17,21 @@ pub const COMMANDS_PER_TURN: u64 = 8;
 /// One agent turn on `sid`: message, run, tool call, three streamed-text
 /// events, end. The same sequence as `bench.py`'s `turn`.
 async fn turn(e: &Eng, p: &Principal, sid: &str) -> Result<(), EngineError> {
-    protocol::message(e, p, sid, "\"what is the weather?\"").await?;
-    let (_, run) = protocol::start_run(e, p, sid, RunArgs::default()).await?;
-    let tool =
-        protocol::start_tool_call(e, p, sid, &run, "weather", "{\"city\":\"Oslo\"}", false).await?;
-    protocol::finish_tool_call(e, p, sid, &tool, "success", "{\"temp\":3}", None, None).await?;
-    let mid = protocol::new_id("msg");
-    protocol::text_started(e, p, sid, &run, &mid, "assistant").await?;
-    protocol::text_delta(e, p, sid, &run, &mid, "It is 3 degrees.").await?;
-    protocol::text_completed(e, p, sid, &run, &mid).await?;
-    protocol::end_run(e, p, sid, &run, "finished", None, Vec::new(), None, None).await
+    e.message(p, sid, "what is the weather?").await?;
+    let run = match e.start_run(p, sid, StartRun::default()).await? {
+        Started::Running(r) | Started::Queued(r) => r,
+    };
+    let tool = e
+        .start_tool_call(p, sid, &run, "weather", json!({"city": "Oslo"}))
+        .await?;
+    e.finish_tool_call(p, sid, &tool, ToolOutcome::success(json!({"temp": 3})))
+        .await?;
+    let text = e
+        .start_text(p, sid, EventScope::Run(run.clone()), TextOptions::default())
+        .await?;
+    text.delta("It is 3 degrees.").await?;
+    text.complete().await?;
+    e.end_run(p, sid, &run, Terminal::finished()).await
 }
 
 /// Runs `turns` turns on each of `sessions` fresh sessions concurrently;
@@ -36,7 +44,7 @@ pub async fn run(
 ) -> Result<(u64, f64), EngineError> {
     let mut ids = Vec::with_capacity(sessions);
     for _ in 0..sessions {
-        ids.push(protocol::create_session(&e, &p, None, None, None).await?);
+        ids.push(e.create_session(&p, Default::default()).await?);
     }
     let start = Instant::now();
     let mut tasks = Vec::with_capacity(sessions);

@@ -1,24 +1,34 @@
-//! The asyncio ↔ tokio bridge. A command runs on the binding's tokio
-//! runtime; its output is queued for the asyncio loop ([`LoopChannel`]),
-//! so the event loop never blocks and engine threads never take the GIL.
-//! Each command is first polled once on the caller's thread (GIL released;
-//! the stores do their IO on blocking threads), so one that does not wait
-//! needs no thread hop at all.
+//! The asyncio ↔ tokio bridge. While few calls are in flight, an engine
+//! call is polled once on the caller's thread (GIL released, inside the
+//! engine's tokio runtime; the stores do their IO on their own threads, so
+//! a poll never waits on IO): a call that does not wait is done with no
+//! thread hop. (With many in flight, calls start on the workers, so the
+//! engine's work runs in parallel rather than on the loop's thread.) A call that waits
+//! is moved onto a tokio worker by its first wake-up (the store's
+//! completion), so it costs no extra wake-up to hand it over; it then runs
+//! to its end on the runtime like a Rust caller's, and only its output is
+//! queued for the asyncio loop ([`LoopChannel`]), which a pipe the loop
+//! watches (`loop.add_reader`) wakes once per batch of completions.
+//!
+//! Measured alternatives: letting the loop drive the future to its end
+//! costs one loop wake-up per internal await of a command (several per
+//! write), which made it 2-3x slower than a Rust caller; spawning on the
+//! runtime right after the first poll costs a worker wake-up per call.
 //!
 //! Why not a stock bridge: a tokio worker that waits for the GIL stalls
 //! every other session on that worker, and one that takes it while the
 //! interpreter finalizes aborts the process ("PyGILState_Release … must be
-//! current"). Here workers only queue; a cancelled asyncio future aborts
-//! its task; and `drain` (registered with `atexit`) waits for in-flight
-//! tasks (the client executor's tool call does enter Python) to finish.
+//! current"). Here engine threads never take the GIL (outputs become Python
+//! objects on the loop's thread); a cancelled asyncio future of a wait
+//! that may never end (a follower, an outbox) drops or aborts its task.
 
 use std::future::Future;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
-use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll, Wake, Waker};
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
@@ -28,10 +38,10 @@ use pyo3::IntoPyObjectExt;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
+use crate::conv::Fail;
+
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 static GET_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static RESOLVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static CHANNEL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The binding's tokio runtime (multi-threaded, started on first use).
@@ -56,62 +66,162 @@ pub fn runtime() -> PyResult<&'static Runtime> {
     Ok(RUNTIME.get_or_init(|| rt))
 }
 
-/// Counts a bridged task until it is dropped (finished or aborted).
-struct InFlight;
+/// Turns a finished call's output into a Python value (on the loop's thread).
+pub type Done = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Py<PyAny>> + Send>;
 
-impl InFlight {
+type BoxFut = Pin<Box<dyn Future<Output = Done> + Send>>;
+
+static INLINE_LIMIT: OnceLock<usize> = OnceLock::new();
+/// Commands started and not yet finished (waits that may never end, such
+/// as followers, are not counted).
+static BUSY: AtomicUsize = AtomicUsize::new(0);
+
+/// The first poll runs on the caller's thread only while at most this many
+/// commands (the new one included) are in flight (`NARAD_INLINE_LIMIT`, default 2). With one
+/// session it saves a worker wake-up per command; with many, the engine's
+/// work of every command would pile up on the loop's one thread, so calls
+/// start on the tokio workers instead, in parallel. `0` never polls inline.
+fn inline_limit() -> usize {
+    *INLINE_LIMIT.get_or_init(|| {
+        std::env::var("NARAD_INLINE_LIMIT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2)
+    })
+}
+
+/// Counts a command in [`BUSY`] until its task is dropped.
+struct Busy;
+
+impl Busy {
     fn new() -> Self {
-        IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+        BUSY.fetch_add(1, Ordering::AcqRel);
         Self
     }
 }
 
-impl Drop for InFlight {
+impl Drop for Busy {
     fn drop(&mut self) {
-        IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+        BUSY.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
-/// Aborts the tokio task of an asyncio future that was cancelled.
-#[pyclass(frozen)]
-struct AbortOnCancel(Mutex<Option<tokio::task::AbortHandle>>);
+/// Who polls a task after its first poll.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Driver {
+    /// A tokio worker, from the first wake-up on.
+    Runtime,
+    /// The asyncio loop's thread (GIL released while polling): for calls
+    /// that enter Python themselves (the client executor's tool call), so
+    /// the GIL is only ever taken on the loop's own thread.
+    Loop,
+}
 
-#[pymethods]
-impl AbortOnCancel {
-    fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
-        if fut.call_method0("cancelled")?.is_truthy()? {
-            if let Ok(mut h) = self.0.lock() {
-                if let Some(h) = h.take() {
-                    h.abort();
-                }
-            }
+/// One engine call.
+struct Task {
+    fut: Mutex<Option<BoxFut>>,
+    py_fut: Py<PyAny>,
+    channel: Py<LoopChannel>,
+    driver: Driver,
+    /// Runtime: moved onto a worker. Loop: queued for a poll.
+    scheduled: AtomicBool,
+    abort: Mutex<Option<tokio::task::AbortHandle>>,
+    /// Set when the asyncio future was cancelled (abortable waits only).
+    cancelled: AtomicBool,
+    _busy: Option<Busy>,
+}
+
+impl Wake for Task {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if self.scheduled.swap(true, Ordering::AcqRel) {
+            return;
         }
-        Ok(())
+        if self.driver == Driver::Loop {
+            self.channel.get().push(Item::Poll(Arc::clone(self)));
+            return;
+        }
+        let Some(rt) = RUNTIME.get() else { return };
+        let task = Arc::clone(self);
+        let handle = rt.spawn(async move {
+            // Waits for the inline poll to return if it is still running.
+            let fut = task.fut.lock().ok().and_then(|mut f| f.take());
+            if let Some(fut) = fut {
+                let done = fut.await;
+                task.channel.get().push(Item::Done(Arc::clone(&task), done));
+            }
+        });
+        if let Ok(mut a) = self.abort.lock() {
+            *a = Some(handle.abort_handle());
+        }
+        // A cancel that ran before the handle was stored could not abort it.
+        if self.cancelled.load(Ordering::Acquire) {
+            handle.abort();
+        }
     }
 }
 
-/// Turns a finished command's output into a Python value (on the loop's thread).
-type Done = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Py<PyAny>> + Send>;
+impl Task {
+    /// Polls on the caller's thread (GIL released, inside the runtime);
+    /// `Some` when done.
+    fn poll_here(self: &Arc<Self>, py: Python<'_>, rt: &Runtime) -> Option<Done> {
+        if self.driver == Driver::Loop {
+            self.scheduled.store(false, Ordering::Release);
+        }
+        let waker = Waker::from(Arc::clone(self));
+        let _in_runtime = rt.enter();
+        py.detach(|| {
+            let mut slot = self.fut.lock().ok()?;
+            let fut = slot.as_mut()?;
+            match fut.as_mut().poll(&mut Context::from_waker(&waker)) {
+                Poll::Ready(done) => {
+                    *slot = None;
+                    Some(done)
+                }
+                Poll::Pending => None,
+            }
+        })
+    }
+}
 
-/// The completions of one asyncio loop. Engine threads never take the GIL:
-/// they queue `(future, output)` and write one byte to a pipe the loop
-/// watches (`loop.add_reader`) when the queue turns non-empty; the loop
-/// then resolves every queued future in one pass. A worker blocked on the
-/// GIL would stall the engine's other sessions.
+enum Item {
+    Poll(Arc<Task>),
+    Done(Arc<Task>, Done),
+}
+
+/// Sets `fut`'s result (or exception) unless it was cancelled.
+fn resolve(py: Python<'_>, fut: &Bound<'_, PyAny>, done: Done) -> PyResult<()> {
+    if fut.call_method0(intern!(py, "done"))?.is_truthy()? {
+        return Ok(());
+    }
+    match done(py) {
+        Ok(v) => fut.call_method1(intern!(py, "set_result"), (v,))?,
+        Err(e) => fut.call_method1(intern!(py, "set_exception"), (e.into_value(py),))?,
+    };
+    Ok(())
+}
+
+/// The completions of one asyncio loop. Engine threads never take the
+/// GIL: they queue the output (or, for a loop-driven task, the task) and
+/// write one byte to a pipe the loop watches when the queue turns
+/// non-empty; the loop then handles every queued item in one pass.
 #[pyclass(frozen, module = "narad._native")]
 pub struct LoopChannel {
-    queue: Mutex<Vec<(Py<PyAny>, Done)>>,
+    queue: Mutex<Vec<Item>>,
     writer: Mutex<std::io::PipeWriter>,
     reader: Mutex<std::io::PipeReader>,
     fd: i64,
 }
 
 impl LoopChannel {
-    fn push(&self, fut: Py<PyAny>, done: Done) {
+    fn push(&self, item: Item) {
         let was_empty = match self.queue.lock() {
             Ok(mut q) => {
                 let was_empty = q.is_empty();
-                q.push((fut, done));
+                q.push(item);
                 was_empty
             }
             Err(_) => return,
@@ -145,7 +255,8 @@ impl LoopChannel {
         self.fd
     }
 
-    /// Resolves every queued future (the loop's reader callback).
+    /// Resolves every finished call and polls every queued loop-driven one
+    /// (the loop's reader callback).
     fn drain(&self, py: Python<'_>) -> PyResult<()> {
         if let Ok(mut r) = self.reader.lock() {
             // Non-blocking (set by `narad._bridge`): at most one byte waits per pass.
@@ -156,102 +267,126 @@ impl LoopChannel {
             Ok(mut q) => std::mem::take(&mut *q),
             Err(_) => return Ok(()),
         };
-        let resolve = RESOLVE.import(py, "narad._bridge", "resolve")?;
-        for (fut, done) in items {
-            let (ok, value) = match done(py) {
-                Ok(v) => (true, v),
-                Err(e) => (false, e.into_value(py).into_any()),
-            };
-            resolve.call1((fut, ok, value))?;
+        let rt = runtime()?;
+        for item in items {
+            match item {
+                Item::Done(task, done) => resolve(py, task.py_fut.bind(py), done)?,
+                Item::Poll(task) => {
+                    if let Some(done) = task.poll_here(py, rt) {
+                        resolve(py, task.py_fut.bind(py), done)?;
+                    }
+                }
+            }
         }
         Ok(())
     }
 }
 
-/// Runs `fut` on the runtime and returns an asyncio future of its result.
-/// Cancelling the future does not stop a command (it completes, unseen):
-/// commands are short, and this saves a callback per call.
-pub fn spawn<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+/// Drops (or aborts) the task of an asyncio future that was cancelled.
+#[pyclass(frozen)]
+struct DropOnCancel(Arc<Task>);
+
+#[pymethods]
+impl DropOnCancel {
+    fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
+        if fut.call_method0("cancelled")?.is_truthy()? {
+            self.0.cancelled.store(true, Ordering::Release);
+            let dropped = self.0.fut.lock().ok().and_then(|mut f| f.take());
+            drop(dropped);
+            if let Some(h) = self.0.abort.lock().ok().and_then(|mut h| h.take()) {
+                h.abort();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs `fut` for the running asyncio loop and returns an asyncio future
+/// of its result, converted to Python on the loop's thread. Cancelling
+/// that future does not stop a command (it completes, unseen).
+pub fn spawn<'py, F, T, E>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
-    F: Future<Output = PyResult<T>> + Send + 'static,
+    F: Future<Output = Result<T, E>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
+    E: Into<Fail> + Send + 'static,
 {
-    spawn_with(py, fut, false)
+    spawn_with(py, fut, Driver::Runtime, false)
 }
 
 /// [`spawn`] for a wait that may never end (a follower, an outbox): a
-/// cancelled future aborts its task.
-pub fn spawn_abortable<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+/// cancelled future drops its task.
+pub fn spawn_abortable<'py, F, T, E>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
-    F: Future<Output = PyResult<T>> + Send + 'static,
+    F: Future<Output = Result<T, E>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
+    E: Into<Fail> + Send + 'static,
 {
-    spawn_with(py, fut, true)
+    spawn_with(py, fut, Driver::Runtime, true)
 }
 
-fn spawn_with<'py, F, T>(py: Python<'py>, fut: F, abortable: bool) -> PyResult<Bound<'py, PyAny>>
+/// [`spawn`] for a call that enters Python itself: the loop's thread
+/// polls it to its end, so the GIL is never taken on an engine thread.
+pub fn spawn_on_loop<'py, F, T, E>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
-    F: Future<Output = PyResult<T>> + Send + 'static,
+    F: Future<Output = Result<T, E>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
+    E: Into<Fail> + Send + 'static,
+{
+    spawn_with(py, fut, Driver::Loop, false)
+}
+
+fn spawn_with<'py, F, T, E>(
+    py: Python<'py>,
+    fut: F,
+    driver: Driver,
+    abortable: bool,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = Result<T, E>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+    E: Into<Fail> + Send + 'static,
 {
     let rt = runtime()?;
     let event_loop = GET_LOOP
         .import(py, "asyncio", "get_running_loop")?
         .call0()?;
-    let py_fut = event_loop.call_method0("create_future")?;
-    let attr = intern!(py, "_narad_channel");
-    let channel = match event_loop.getattr_opt(attr)? {
+    let py_fut = event_loop.call_method0(intern!(py, "create_future"))?;
+    let channel = match event_loop.getattr_opt(intern!(py, "_narad_channel"))? {
         Some(ch) => ch,
         None => CHANNEL
             .import(py, "narad._bridge", "channel")?
             .call1((&event_loop,))?,
     };
     let channel: Py<LoopChannel> = channel.cast_into::<LoopChannel>()?.unbind();
-    // One poll on the caller's thread (GIL released, inside the runtime):
-    // a command that does not wait (a read from the cached session) is done
-    // without a thread hop; one that waits continues on the runtime.
-    let mut fut = Box::pin(fut);
-    let first = {
-        let _in_runtime = rt.enter();
-        py.detach(|| {
-            let mut cx = Context::from_waker(Waker::noop());
-            fut.as_mut().poll(&mut cx)
-        })
-    };
-    if let Poll::Ready(out) = first {
-        let resolve = RESOLVE.import(py, "narad._bridge", "resolve")?;
-        match out.and_then(|v| v.into_py_any(py)) {
-            Ok(v) => resolve.call1((&py_fut, true, v))?,
-            Err(e) => resolve.call1((&py_fut, false, e.into_value(py)))?,
-        };
+    let boxed: BoxFut = Box::pin(async move {
+        let out = fut.await;
+        let done: Done = Box::new(move |py| match out {
+            Ok(v) => v.into_py_any(py),
+            Err(e) => Err(e.into().into_py()),
+        });
+        done
+    });
+    let task = Arc::new(Task {
+        fut: Mutex::new(Some(boxed)),
+        py_fut: py_fut.clone().unbind(),
+        channel,
+        driver,
+        scheduled: AtomicBool::new(false),
+        abort: Mutex::new(None),
+        cancelled: AtomicBool::new(false),
+        _busy: (!abortable).then(Busy::new),
+    });
+    let crowded = BUSY.load(Ordering::Acquire) > inline_limit();
+    if driver == Driver::Runtime && crowded {
+        task.wake_by_ref();
+    } else if let Some(done) = task.poll_here(py, rt) {
+        resolve(py, &py_fut, done)?;
         return Ok(py_fut);
     }
-    let pf = py_fut.clone().unbind();
-    let counted = InFlight::new();
-    let handle = rt.spawn(async move {
-        let _counted = counted;
-        let out = fut.await;
-        let done: Done = Box::new(move |py| out.and_then(|v| v.into_py_any(py)));
-        channel.get().push(pf, done);
-    });
     if abortable {
-        let abort = AbortOnCancel(Mutex::new(Some(handle.abort_handle())));
-        py_fut.call_method1("add_done_callback", (abort,))?;
+        py_fut.call_method1(intern!(py, "add_done_callback"), (DropOnCancel(task),))?;
     }
     Ok(py_fut)
-}
-
-/// Waits (without the GIL) until no bridged task is inside Python, at most
-/// `timeout` seconds. Registered with `atexit`.
-#[pyfunction]
-pub fn drain(py: Python<'_>, timeout: f64) {
-    let limit = Duration::try_from_secs_f64(timeout.max(0.0)).unwrap_or(Duration::ZERO);
-    py.detach(|| {
-        let start = Instant::now();
-        while IN_FLIGHT.load(Ordering::SeqCst) > 0 && start.elapsed() < limit {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    });
 }
 
 /// Sends once when called (a `concurrent.futures` done callback).
@@ -270,7 +405,8 @@ impl Notify {
 }
 
 /// Runs the coroutine `make()` returns on `event_loop` and waits for its
-/// result from a tokio task.
+/// result. Call it only from a [`spawn_on_loop`] task, so the GIL is
+/// taken on the loop's own thread.
 pub async fn call_async<M>(event_loop: Py<PyAny>, make: M) -> PyResult<Py<PyAny>>
 where
     M: for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>>,

@@ -17,11 +17,17 @@ fn family(e: &EngineError) -> &'static str {
         EngineError::SessionExists
         | EngineError::RevisionConflict { .. }
         | EngineError::InterruptExpired
+        | EngineError::AlreadyResolved { .. }
+        | EngineError::IdempotencyConflict { .. }
+        | EngineError::OpenWork { .. }
+        | EngineError::SessionArchived
+        | EngineError::NothingRunning
         | EngineError::Contended => "ConflictError",
-        EngineError::ProfileInactive { .. } | EngineError::InvalidCommand(_) => {
-            "InvalidCommandError"
-        }
+        EngineError::ProfileInactive { .. }
+        | EngineError::InvalidCommand(_)
+        | EngineError::ZeroLimit => "InvalidCommandError",
         EngineError::Client { .. } => "ClientExecutionError",
+        e if e.code() == "session_deleted" => "NotFoundError",
         _ => "StoreError",
     }
 }

@@ -1,112 +1,168 @@
 //! `narad._native`: the extension module under the `narad` Python package.
 //!
-//! Every engine call returns a Python awaitable: the work runs on the
-//! binding's tokio runtime (via `pyo3-async-runtimes`), so the asyncio event
-//! loop is never blocked. Arguments and results are plain values (strings,
-//! bytes, JSON text); `protocol` builds the engine's arguments, and the
-//! Python package turns JSON text into dicts and dataclasses.
+//! Every engine call returns an asyncio future that the caller's loop
+//! drives (`bridge`), so the event loop never blocks. Arguments are plain
+//! Python values (JSON-like objects become `serde_json` values without JSON
+//! text, `conv`); results are Python values built on the loop's thread.
+//! The core commands are methods of `NativeEngine`; the session lifecycle,
+//! the typed recording commands and the streams live in their own modules.
 
 mod bench;
 mod bridge;
+mod conv;
 mod errors;
+mod host;
+mod lifecycle;
 mod protocol;
+mod records;
+mod state;
+mod streams;
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use narad_engine::executor::{ClientExecutor, Handled};
-use narad_engine::{EngineError, Principal};
-use narad_stores::AnyStore;
+use narad_engine::{EngineError, NewSession, Principal, SequentialIds};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
-use serde_json::Value;
 
-use crate::bridge::{spawn as future_into_py, spawn_abortable};
-use crate::errors::to_py;
-use crate::protocol::{Eng, RunArgs};
+use crate::bridge::{spawn, spawn_abortable};
+use crate::conv::{opt_value, value, Json, Raw};
+use crate::protocol::{Eng, Host, RunArgs};
 
-fn py_bytes(b: &[u8]) -> Py<PyAny> {
-    Python::attach(|py| PyBytes::new(py, b).into_any().unbind())
+fn closed() -> EngineError {
+    EngineError::InvalidCommand("the engine is closed".into())
 }
 
-fn closed() -> PyErr {
-    to_py(EngineError::InvalidCommand("the engine is closed".into()))
-}
-
-/// The engine over one store.
+/// The engine over one store, acting as one principal.
 #[pyclass(frozen, module = "narad._native")]
-struct NativeEngine {
-    engine: Mutex<Option<Eng>>,
+pub struct NativeEngine {
+    engine: Arc<Mutex<Option<Eng>>>,
     principal: Principal,
 }
 
 impl NativeEngine {
-    fn get(&self) -> PyResult<(Eng, Principal)> {
-        let guard = self.engine.lock().map_err(|_| closed())?;
-        let e = guard.as_ref().ok_or_else(closed)?.clone();
-        Ok((e, self.principal.clone()))
+    /// The engine and principal, or `invalid_command` once closed.
+    pub fn get(&self) -> PyResult<(Eng, Principal)> {
+        let guard = self.engine.lock().map_err(|_| errors::to_py(closed()))?;
+        let e = guard.as_ref().ok_or_else(|| errors::to_py(closed()))?;
+        Ok((e.clone(), self.principal.clone()))
     }
 }
 
-/// Runs `$body` (an async block using `e` and `p`) as a Python awaitable.
+/// Runs `$body` (an async block using `e` and `p`) as an awaitable.
+#[macro_export]
 macro_rules! awaitable {
     ($self:ident, $py:ident, |$e:ident, $p:ident| $body:expr) => {{
         let ($e, $p) = $self.get()?;
-        future_into_py($py, async move { $body.map_err(to_py) })
+        $crate::bridge::spawn($py, async move { $body })
     }};
 }
 
 #[pymethods]
 impl NativeEngine {
     #[staticmethod]
-    #[pyo3(signature = (url, principal = "local".to_owned()))]
-    fn open(py: Python<'_>, url: String, principal: String) -> PyResult<Bound<'_, PyAny>> {
-        future_into_py(py, async move {
-            let engine = protocol::open(&url).await.map_err(to_py)?;
-            Ok(NativeEngine {
-                engine: Mutex::new(Some(engine)),
+    #[pyo3(signature = (url, principal = "local".to_owned(), clock = None, sequential_ids = false, rules = None, config = None))]
+    fn open<'py>(
+        py: Python<'py>,
+        url: String,
+        principal: String,
+        clock: Option<PyRef<'py, host::NativeClock>>,
+        sequential_ids: bool,
+        rules: Option<PyRef<'py, host::NativeRules>>,
+        config: Option<protocol::ConfigArgs>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut h = Host::default();
+        if let Some(c) = config {
+            h.config = protocol::config(c).map_err(errors::to_py)?;
+        }
+        if let Some(c) = clock {
+            h.clock = Some(c.clock.clone());
+        }
+        if sequential_ids {
+            h.ids = Some(Arc::new(SequentialIds::default()));
+        }
+        if let Some(r) = rules {
+            h.auth = Some(r.rules.clone());
+        }
+        spawn(py, async move {
+            let engine = protocol::open(&url, h).await?;
+            Ok::<_, EngineError>(NativeEngine {
+                engine: Arc::new(Mutex::new(Some(engine))),
                 principal: Principal::new(principal),
             })
         })
     }
 
-    fn close(&self) -> PyResult<()> {
-        let mut guard = self.engine.lock().map_err(|_| closed())?;
-        guard.take();
-        Ok(())
+    /// The same engine acting as another principal.
+    fn with_principal(&self, principal: String) -> Self {
+        Self {
+            engine: Arc::clone(&self.engine),
+            principal: Principal::new(principal),
+        }
     }
 
-    #[pyo3(signature = (session_id = None, profiles = None, workspace_id = None))]
+    /// The principal this handle acts as.
+    #[getter]
+    fn principal(&self) -> &str {
+        &self.principal.0
+    }
+
+    /// Finishes accepted appends and releases the store (idempotent).
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let e = self.engine.lock().ok().and_then(|mut g| g.take());
+        spawn(py, async move {
+            match e {
+                Some(e) => e.close().await,
+                None => Ok(()),
+            }
+        })
+    }
+
+    /// `(hydrations, from_snapshot, retries, snapshots_rejected, cached_sessions)`.
+    fn stats(&self) -> PyResult<(u64, u64, u64, u64, usize)> {
+        let (e, _) = self.get()?;
+        let s = e.stats();
+        Ok((
+            s.hydrations,
+            s.from_snapshot,
+            s.retries,
+            s.snapshots_rejected,
+            e.cached_sessions(),
+        ))
+    }
+
+    #[pyo3(signature = (session_id = None, profiles = None, workspace_id = None, labels = BTreeMap::new()))]
     fn create_session<'py>(
         &self,
         py: Python<'py>,
         session_id: Option<String>,
         profiles: Option<String>,
         workspace_id: Option<String>,
+        labels: BTreeMap<String, String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::create_session(
-            &e,
-            &p,
-            session_id,
-            profiles,
-            workspace_id
-        )
-        .await)
+        awaitable!(self, py, |e, p| {
+            let new = NewSession {
+                session_id,
+                profiles: protocol::profiles(profiles)?,
+                workspace_id,
+            };
+            protocol::create_session(&e, &p, new, labels).await
+        })
     }
 
+    #[pyo3(signature = (session_id, content, message_id = None))]
     fn message<'py>(
         &self,
         py: Python<'py>,
         session_id: String,
-        content: String,
+        content: Bound<'py, PyAny>,
+        message_id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::message(
-            &e,
-            &p,
-            &session_id,
-            &content
-        )
-        .await)
+        let content = value(&content)?;
+        awaitable!(self, py, |e, p| match message_id {
+            Some(id) => e.message_with_id(&p, &session_id, &id, content).await,
+            None => e.message(&p, &session_id, content).await,
+        })
     }
 
     #[pyo3(signature = (session_id, event_type, scope, scope_id, body))]
@@ -117,19 +173,14 @@ impl NativeEngine {
         event_type: String,
         scope: String,
         scope_id: Option<String>,
-        body: String,
+        body: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::append(
-            &e,
-            &p,
-            &session_id,
-            &event_type,
-            &scope,
-            scope_id,
-            &body
-        )
-        .await
-        .map(|b| py_bytes(&b)))
+        let body = value(&body)?;
+        awaitable!(self, py, |e, p| {
+            let scope = protocol::scope(&scope, scope_id)?;
+            let ev = e.append(&p, &session_id, &event_type, scope, body).await?;
+            Ok::<_, EngineError>(Raw(ev.bytes))
+        })
     }
 
     #[pyo3(signature = (session_id, run_id = None, parent_run_id = None, workflow_id = None, client_executor_id = None, queue = false))]
@@ -184,19 +235,17 @@ impl NativeEngine {
         session_id: String,
         run_id: String,
         tool_name: String,
-        args: String,
+        args: Bound<'py, PyAny>,
         client: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::start_tool_call(
-            &e,
-            &p,
-            &session_id,
-            &run_id,
-            &tool_name,
-            &args,
-            client
-        )
-        .await)
+        let args = value(&args)?;
+        awaitable!(self, py, |e, p| if client {
+            e.start_client_tool_call(&p, &session_id, &run_id, &tool_name, args)
+                .await
+        } else {
+            e.start_tool_call(&p, &session_id, &run_id, &tool_name, args)
+                .await
+        })
     }
 
     #[pyo3(signature = (session_id, tool_call_id, outcome, response, code = None, message = None))]
@@ -207,24 +256,19 @@ impl NativeEngine {
         session_id: String,
         tool_call_id: String,
         outcome: String,
-        response: String,
+        response: Bound<'py, PyAny>,
         code: Option<String>,
         message: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::finish_tool_call(
-            &e,
-            &p,
-            &session_id,
-            &tool_call_id,
-            &outcome,
-            &response,
-            code,
-            message
-        )
-        .await)
+        let response = value(&response)?;
+        awaitable!(self, py, |e, p| {
+            let out = protocol::outcome(&outcome, response, code, message)?;
+            e.finish_tool_call(&p, &session_id, &tool_call_id, out)
+                .await
+        })
     }
 
-    #[pyo3(signature = (session_id, run_id, reason, automatic = false))]
+    #[pyo3(signature = (session_id, run_id, reason, automatic = false, retry_at = None))]
     fn pause_run<'py>(
         &self,
         py: Python<'py>,
@@ -232,10 +276,19 @@ impl NativeEngine {
         run_id: String,
         reason: String,
         automatic: bool,
+        retry_at: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| e
-            .pause_run(&p, &session_id, &run_id, &reason, automatic)
-            .await)
+        awaitable!(self, py, |e, p| match retry_at {
+            Some(t) => {
+                let at = host::posix(t)?;
+                e.pause_run_until(&p, &session_id, &run_id, &reason, at)
+                    .await
+            }
+            None => {
+                e.pause_run(&p, &session_id, &run_id, &reason, automatic)
+                    .await
+            }
+        })
     }
 
     fn resume_run<'py>(
@@ -258,23 +311,16 @@ impl NativeEngine {
         session_id: String,
         run_id: String,
         status: String,
-        usage: Option<String>,
+        usage: Option<Bound<'py, PyAny>>,
         artifact_ids: Vec<String>,
         code: Option<String>,
         message: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::end_run(
-            &e,
-            &p,
-            &session_id,
-            &run_id,
-            &status,
-            usage.as_deref(),
-            artifact_ids,
-            code,
-            message
-        )
-        .await)
+        let usage = opt_value(usage.as_ref())?;
+        awaitable!(self, py, |e, p| {
+            let t = protocol::terminal(&status, usage, artifact_ids, code, message)?;
+            e.end_run(&p, &session_id, &run_id, t).await
+        })
     }
 
     #[pyo3(signature = (session_id, run_id = None))]
@@ -284,11 +330,12 @@ impl NativeEngine {
         session_id: String,
         run_id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::stop(&e, &p, &session_id, run_id)
+        awaitable!(self, py, |e, p| e
+            .stop(&p, &session_id, protocol::stop_target(run_id))
             .await)
     }
 
-    #[pyo3(signature = (session_id, scope, scope_id, kind, actions, input = None, expires_at = None))]
+    #[pyo3(signature = (session_id, scope, scope_id, kind, actions, input = None, expires_at = None, title = None))]
     #[allow(clippy::too_many_arguments)]
     fn request_interrupt<'py>(
         &self,
@@ -298,21 +345,15 @@ impl NativeEngine {
         scope_id: String,
         kind: String,
         actions: Vec<String>,
-        input: Option<String>,
+        input: Option<Bound<'py, PyAny>>,
         expires_at: Option<f64>,
+        title: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::request_interrupt(
-            &e,
-            &p,
-            &session_id,
-            &scope,
-            scope_id,
-            kind,
-            actions,
-            input.as_deref(),
-            expires_at
-        )
-        .await)
+        let input = opt_value(input.as_ref())?;
+        awaitable!(self, py, |e, p| {
+            let i = protocol::interrupt(&scope, scope_id, kind, actions, input, expires_at, title)?;
+            e.request_interrupt(&p, &session_id, i).await
+        })
     }
 
     #[pyo3(signature = (interrupt_id, decision, reason = None, expected_revision = None, members = None))]
@@ -323,18 +364,14 @@ impl NativeEngine {
         decision: String,
         reason: Option<String>,
         expected_revision: Option<u64>,
-        members: Option<String>,
+        members: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::resolve_interrupt(
-            &e,
-            &p,
-            interrupt_id,
-            decision,
-            reason,
-            expected_revision,
-            members.as_deref()
-        )
-        .await)
+        let members = opt_value(members.as_ref())?;
+        let r = protocol::resolve(interrupt_id, decision, reason, expected_revision, members);
+        awaitable!(self, py, |e, p| e
+            .resolve_interrupt(&p, r)
+            .await
+            .map(|r| r.session_id))
     }
 
     fn expire_due<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -362,67 +399,21 @@ impl NativeEngine {
         sessions: usize,
         turns: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| bench::run(e, p, sessions, turns).await)
+        let (e, p) = self.get()?;
+        let rt = bridge::runtime()?;
+        // On tokio tasks, as a Rust host runs them; only the total crosses.
+        let task = rt.spawn(bench::run(e, p, sessions, turns));
+        spawn(py, async move {
+            task.await
+                .map_err(|_| protocol::invalid("a benchmark task failed"))?
+        })
     }
 
-    #[staticmethod]
-    fn new_id(kind: &str) -> String {
-        protocol::new_id(kind)
-    }
-
-    fn text_started<'py>(
-        &self,
-        py: Python<'py>,
-        session_id: String,
-        run_id: String,
-        message_id: String,
-        role: String,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::text_started(
-            &e,
-            &p,
-            &session_id,
-            &run_id,
-            &message_id,
-            &role
-        )
-        .await)
-    }
-
-    fn text_delta<'py>(
-        &self,
-        py: Python<'py>,
-        session_id: String,
-        run_id: String,
-        message_id: String,
-        delta: String,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::text_delta(
-            &e,
-            &p,
-            &session_id,
-            &run_id,
-            &message_id,
-            &delta
-        )
-        .await)
-    }
-
-    fn text_completed<'py>(
-        &self,
-        py: Python<'py>,
-        session_id: String,
-        run_id: String,
-        message_id: String,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::text_completed(
-            &e,
-            &p,
-            &session_id,
-            &run_id,
-            &message_id
-        )
-        .await)
+    fn state<'py>(&self, py: Python<'py>, session_id: String) -> PyResult<Bound<'py, PyAny>> {
+        awaitable!(self, py, |e, p| e
+            .state(&p, &session_id)
+            .await
+            .map(state::State))
     }
 
     fn state_json<'py>(&self, py: Python<'py>, session_id: String) -> PyResult<Bound<'py, PyAny>> {
@@ -434,8 +425,10 @@ impl NativeEngine {
         py: Python<'py>,
         session_id: String,
     ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::capabilities(&e, &p, &session_id)
-            .await)
+        awaitable!(self, py, |e, p| e
+            .capabilities(&p, &session_id)
+            .await
+            .map(|c| protocol::caps(&c)))
     }
 
     #[pyo3(signature = (session_id, after = None, root_run_id = None, after_sequence = None, workflow_id = None, after_workflow_sequence = None, limit = 1000))]
@@ -451,32 +444,29 @@ impl NativeEngine {
         after_workflow_sequence: Option<u64>,
         limit: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let run = root_run_id.map(|r| (r, after_sequence));
-        let wf = workflow_id.map(|w| (w, after_workflow_sequence));
-        awaitable!(self, py, |e, p| protocol::history(
-            &e,
-            &p,
-            &session_id,
-            after,
-            run,
-            wf,
-            limit
-        )
-        .await
-        .map(|(events, next)| (
-            events.iter().map(|b| py_bytes(b)).collect::<Vec<_>>(),
-            next
-        )))
+        let q = narad_store::HistoryQuery {
+            after_session_sequence: after,
+            run: root_run_id.map(|r| (r, after_sequence)),
+            workflow: workflow_id.map(|w| (w, after_workflow_sequence)),
+            limit,
+        };
+        awaitable!(self, py, |e, p| {
+            let page = e.history(&p, &session_id, &q).await?;
+            let events: Vec<Raw> = page.events.into_iter().map(|ev| Raw(ev.bytes)).collect();
+            Ok::<_, EngineError>((events, page.next))
+        })
     }
 
     fn attach<'py>(&self, py: Python<'py>, session_id: String) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::attach(&e, &p, &session_id)
-            .await
-            .map(|(caps, hydrate, follow)| (
-                caps,
-                hydrate.iter().map(|b| py_bytes(b)).collect::<Vec<_>>(),
-                NativeFollow::new(follow)
-            )))
+        awaitable!(self, py, |e, p| {
+            let a = e.attach(&p, &session_id).await?;
+            let hydrate: Vec<Raw> = a.hydrate.into_iter().map(Raw).collect();
+            Ok::<_, EngineError>((
+                protocol::caps(&a.capabilities),
+                hydrate,
+                streams::NativeFollow::new(a.follow),
+            ))
+        })
     }
 
     fn subscribe<'py>(
@@ -488,7 +478,7 @@ impl NativeEngine {
         awaitable!(self, py, |e, p| e
             .subscribe(&p, &session_id, after)
             .await
-            .map(NativeFollow::new))
+            .map(streams::NativeFollow::new))
     }
 
     fn attach_client<'py>(
@@ -511,8 +501,10 @@ impl NativeEngine {
     }
 
     fn client_finish<'py>(&self, py: Python<'py>, message: Vec<u8>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::client_finish(&e, &p, &message)
-            .await)
+        awaitable!(self, py, |e, p| e
+            .client_finish(&p, &message)
+            .await
+            .map(protocol::finished))
     }
 
     fn client_delivery_failed<'py>(
@@ -523,8 +515,13 @@ impl NativeEngine {
         awaitable!(self, py, |e, p| e.client_delivery_failed(&p, &token).await)
     }
 
+    /// `(expiredCalls, pausedRuns, unavailable)`.
     fn client_tick<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| protocol::client_tick(&e, &p).await)
+        awaitable!(self, py, |e, p| e.client_tick(&p).await.map(|r| (
+            r.expired_calls,
+            r.paused_runs,
+            r.unavailable
+        )))
     }
 
     /// The next control message for an executor, or `None` after `timeout`
@@ -546,144 +543,30 @@ impl NativeEngine {
                     tokio::time::timeout(d, outbox.next()).await.ok()
                 }
             };
-            Ok(got.map(|b| py_bytes(&b)))
-        })
-    }
-}
-
-/// A live follower of one session: replay, then live, without gap.
-#[pyclass(frozen, module = "narad._native")]
-struct NativeFollow {
-    follow: Arc<tokio::sync::Mutex<protocol::Follow>>,
-}
-
-impl NativeFollow {
-    fn new(f: protocol::Follow) -> Self {
-        Self {
-            follow: Arc::new(tokio::sync::Mutex::new(f)),
-        }
-    }
-}
-
-#[pymethods]
-impl NativeFollow {
-    /// The next event's bytes, or `None` once the store closed.
-    fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let f = Arc::clone(&self.follow);
-        spawn_abortable(py, async move {
-            let mut f = f.lock().await;
-            let ev = f.next().await.map_err(to_py)?;
-            Ok(ev.map(|ev| py_bytes(&ev.bytes)))
+            Ok::<_, PyErr>(got.map(Raw))
         })
     }
 
-    /// The `sessionSequence` of the last event returned.
-    fn cursor(&self) -> u64 {
-        self.follow.try_lock().map_or(0, |f| f.cursor())
-    }
-}
-
-/// The client executor with its durable ledger (§11).
-#[pyclass(frozen, module = "narad._native")]
-struct NativeExecutor {
-    exec: Arc<ClientExecutor<AnyStore>>,
-}
-
-fn static_outcome(s: &str) -> &'static str {
-    match s {
-        "success" => "success",
-        "cancelled" => "cancelled",
-        _ => "error",
-    }
-}
-
-/// Runs the Python tool `tool(name, args_json)`, an async function that
-/// returns `(outcome, response_json)`, on the caller's event loop. A tool
-/// that raises finishes as an error whose response names no detail (its
-/// text may be protected).
-async fn run_tool(
-    event_loop: Py<PyAny>,
-    tool: Py<PyAny>,
-    name: String,
-    args: Value,
-) -> (&'static str, Value) {
-    let raised = || ("error", serde_json::json!({"code": "tool_raised"}));
-    let out = bridge::call_async(event_loop, move |py| {
-        tool.bind(py).call1((name, args.to_string()))
-    })
-    .await;
-    let Ok(out) = out else { return raised() };
-    let parsed = Python::attach(|py| out.bind(py).extract::<(String, String)>());
-    match parsed {
-        Ok((outcome, response)) => match serde_json::from_str(&response) {
-            Ok(v) => (static_outcome(&outcome), v),
-            Err(_) => raised(),
-        },
-        Err(_) => raised(),
-    }
-}
-
-#[pymethods]
-impl NativeExecutor {
+    /// Returns a JSON value unchanged through the bridge (tests of `conv`).
     #[staticmethod]
-    fn open(py: Python<'_>, ledger_url: String, executor_id: String) -> PyResult<Bound<'_, PyAny>> {
-        future_into_py(py, async move {
-            let ledger = narad_stores::open(&ledger_url)
-                .await
-                .map_err(|e| to_py(narad_store::StoreError::from(e).into()))?;
-            Ok(NativeExecutor {
-                exec: Arc::new(ClientExecutor::new(ledger, executor_id)),
-            })
-        })
-    }
-
-    /// Handles one control message: `(kind, payload)` with kind `finish`
-    /// (payload: the finish bytes), `attached` (the lease id),
-    /// `accepted_before` or `ignored` (the reason).
-    fn handle<'py>(
-        &self,
-        py: Python<'py>,
-        message: Vec<u8>,
-        tool: Py<PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let exec = Arc::clone(&self.exec);
-        let event_loop = py
-            .import("asyncio")?
-            .call_method0("get_running_loop")?
-            .unbind();
-        future_into_py(py, async move {
-            let handled = exec
-                .handle(&message, |name, args| {
-                    run_tool(event_loop, tool, name, args)
-                })
-                .await
-                .map_err(to_py)?;
-            Ok(match handled {
-                Handled::Finish(b) => ("finish", Some(py_bytes(&b))),
-                Handled::Attached(lease) => (
-                    "attached",
-                    Some(Python::attach(|py| {
-                        lease.into_pyobject(py).map(|s| s.into_any().unbind())
-                    })?),
-                ),
-                Handled::AcceptedBefore => ("accepted_before", None),
-                Handled::Ignored(why) => (
-                    "ignored",
-                    Some(Python::attach(|py| {
-                        why.into_pyobject(py).map(|s| s.into_any().unbind())
-                    })?),
-                ),
-            })
-        })
+    fn _echo_json(py: Python<'_>, v: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let v = value(&v)?;
+        Json(v).into_pyobject(py).map(Bound::unbind)
     }
 }
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeEngine>()?;
-    m.add_class::<NativeFollow>()?;
-    m.add_class::<NativeExecutor>()?;
+    m.add_class::<streams::NativeFollow>()?;
+    m.add_class::<streams::NativeWatch>()?;
+    m.add_class::<streams::NativeText>()?;
+    m.add_class::<records::NativeExecutor>()?;
+    m.add_class::<host::NativeClock>()?;
+    m.add_class::<host::NativeRules>()?;
     m.add_class::<bridge::LoopChannel>()?;
-    m.add_function(wrap_pyfunction!(bridge::drain, m)?)?;
+    lifecycle::register(m)?;
+    records::register(m)?;
+    streams::register(m)?;
     Ok(())
 }

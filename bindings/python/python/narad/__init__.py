@@ -11,10 +11,7 @@ sessions, runs, tool calls, interrupts and streamed text::
     await engine.end_run(sid, run)
 """
 
-import atexit as _atexit
-
-from . import _native
-from ._engine import AttachItem, Attachment, Engine, HistoryPage, StartedRun, TextStream
+from ._engine import AttachItem, Attachment, Engine, HistoryPage, ReasoningStream, StartedRun, TextStream
 from ._errors import (
     ClientExecutionError,
     ConflictError,
@@ -27,10 +24,36 @@ from ._errors import (
     StoreError,
 )
 from ._executor import ClientToolExecutor, Handled
-from ._state import Interrupt, Message, Run, SessionState, ToolCall
+from ._host import Authorizer, EngineConfig, ManualClock, Rule
+from ._more import WatchFollow
+from ._state import (
+    Deleted,
+    Interrupt,
+    Message,
+    PruneReport,
+    Reasoning,
+    Run,
+    SessionEntry,
+    SessionPage,
+    SessionState,
+    ToolCall,
+    Workflow,
+)
 
 __all__ = [
     "AttachItem",
+    "Authorizer",
+    "Deleted",
+    "EngineConfig",
+    "ManualClock",
+    "PruneReport",
+    "Reasoning",
+    "ReasoningStream",
+    "Rule",
+    "SessionEntry",
+    "SessionPage",
+    "WatchFollow",
+    "Workflow",
     "Attachment",
     "ClientExecutionError",
     "ClientToolExecutor",
@@ -53,6 +76,3 @@ __all__ = [
     "TextStream",
     "ToolCall",
 ]
-
-# Let engine tasks leave Python before the interpreter finalizes.
-_atexit.register(_native.drain, 2.0)

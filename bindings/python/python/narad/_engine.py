@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, AsyncIterator, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 from . import _native
+from ._host import Authorizer, EngineConfig, ManualClock
+from ._more import _LifecycleMixin, _RecordsMixin, _posix, _scope
 from ._state import SessionState
 
-__all__ = ["AttachItem", "Attachment", "Engine", "HistoryPage", "StartedRun", "TextStream"]
+__all__ = ["AttachItem", "Attachment", "Engine", "HistoryPage", "ReasoningStream", "StartedRun", "TextStream"]
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,10 @@ class AttachItem:
     def _of(cls, raw: bytes) -> "AttachItem":
         data = json.loads(raw)
         return cls(type=data.get("type", ""), data=data, raw=raw)
+
+    @classmethod
+    def _typed(cls, item: Tuple[str, Dict[str, Any], bytes]) -> "AttachItem":
+        return cls(type=item[0], data=item[1], raw=item[2])
 
     @property
     def session_sequence(self) -> Optional[int]:
@@ -61,45 +66,56 @@ class StartedRun(str):
 
 
 class TextStream:
-    """Streamed assistant text on a run (``message.text.*``).
+    """Streamed assistant text (``message.text.*``) through the engine's
+    typed stream handle.
 
     Use as ``async with engine.stream_text(sid, run) as s: await s.delta("…")``.
     Entering appends ``message.text.started``; leaving appends
     ``message.text.completed``. On an exception the stream is closed the
     same way (the text streamed so far stays, complete, so no stream is left
     open) and the exception propagates; the caller decides the run's end.
+    ``message_id`` is set once started (or given up front).
     """
 
-    def __init__(self, engine: "Engine", session_id: str, run_id: str, role: str = "assistant",
-                 message_id: Optional[str] = None) -> None:
+    def __init__(self, engine: "Engine", session_id: str, run_id: Optional[str], role: str = "assistant",
+                 message_id: Optional[str] = None, workflow_id: Optional[str] = None) -> None:
         self._engine = engine
         self.session_id = session_id
         self.run_id = run_id
+        self.workflow_id = workflow_id
         self.role = role
-        self.message_id: str = message_id or _native.NativeEngine.new_id("msg")
+        self.message_id: Optional[str] = message_id
         self.text = ""
         self.completed = False
-        self._started = False
+        self._handle: Any = None
 
     async def start(self) -> "TextStream":
         """Appends ``message.text.started`` (done by ``async with``)."""
-        if not self._started:
-            await self._engine._n().text_started(self.session_id, self.run_id, self.message_id, self.role)
-            self._started = True
+        if self._handle is None:
+            scope, sid = _scope(self.run_id, self.workflow_id)
+            self._handle = await _native.start_text(self._engine._native, self.session_id, scope, sid,
+                                                    self.message_id, self.role)
+            self.message_id = self._handle.id
         return self
 
     async def delta(self, text: str) -> None:
         """Appends one ``message.text.delta``."""
-        if not self._started:
+        if self._handle is None:
             await self.start()
-        await self._engine._n().text_delta(self.session_id, self.run_id, self.message_id, text)
+        await self._handle.delta(text)
         self.text += text
 
     async def complete(self) -> None:
         """Appends ``message.text.completed`` (once)."""
-        if self._started and not self.completed:
-            await self._engine._n().text_completed(self.session_id, self.run_id, self.message_id)
+        if self._handle is not None and not self.completed:
+            await self._handle.complete()
             self.completed = True
+
+    async def reasoning(self) -> "ReasoningStream":
+        """Starts this message's reasoning (``reasoningId`` ``reasoning:{messageId}``)."""
+        if self._handle is None:
+            await self.start()
+        return ReasoningStream(await self._handle.reasoning())
 
     async def __aenter__(self) -> "TextStream":
         return await self.start()
@@ -114,6 +130,36 @@ class TextStream:
         except Exception:
             # The caller's exception is the one that matters.
             pass
+
+
+class ReasoningStream:
+    """A reasoning stream (``reasoning.*``): ``delta`` then ``complete``;
+    also an async context manager that completes on exit."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+        self.reasoning_id: str = handle.id
+        self.completed = False
+
+    async def delta(self, text: str) -> None:
+        """Appends one ``reasoning.delta``."""
+        await self._handle.delta(text)
+
+    async def complete(self) -> None:
+        """Appends ``reasoning.completed`` (once)."""
+        if not self.completed:
+            await self._handle.complete()
+            self.completed = True
+
+    async def __aenter__(self) -> "ReasoningStream":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await self.complete()
+        except Exception:
+            if exc[0] is None:
+                raise
 
 
 class Attachment:
@@ -136,7 +182,7 @@ class Attachment:
         n = self._engine._n()
         if self._after is None:
             caps, hydrate, follow = await n.attach(self.session_id)
-            self.capabilities = json.loads(caps)
+            self.capabilities = _caps(caps)
             self._pending = list(hydrate)
         else:
             follow = await n.subscribe(self.session_id, self._after)
@@ -150,10 +196,10 @@ class Attachment:
             await self._open()
         if self._pending:
             return AttachItem._of(self._pending.pop(0))
-        raw = await self._follow.next()
-        if raw is None:
+        item = await self._follow.next()
+        if item is None:
             raise StopAsyncIteration
-        return AttachItem._of(raw)
+        return AttachItem._typed(item)
 
     @property
     def cursor(self) -> int:
@@ -165,21 +211,14 @@ class Attachment:
         self._follow = None
 
 
-def _posix(t: Union[None, float, int, _dt.datetime]) -> Optional[float]:
-    if t is None:
-        return None
-    if isinstance(t, _dt.datetime):
-        if t.tzinfo is None:
-            t = t.replace(tzinfo=_dt.timezone.utc)
-        return t.timestamp()
-    return float(t)
+def _caps(c: Tuple[Any, ...]) -> Dict[str, Any]:
+    version, profiles, limit, seq, active = c
+    return {"protocolVersion": version, "activeProfiles": list(profiles), "historyLimit": limit,
+            "sessionSequence": seq,
+            "activeExecution": None if active is None else {"kind": active[0], "id": active[1]}}
 
 
-def _opt_json(v: Any) -> Optional[str]:
-    return None if v is None else _dumps(v)
-
-
-class Engine:
+class Engine(_LifecycleMixin, _RecordsMixin):
     """The Narad engine over one store.
 
     Open it with ``await Engine.open(url)``: ``redb:PATH``, ``sqlite:PATH``
@@ -195,13 +234,37 @@ class Engine:
         return self._native
 
     @classmethod
-    async def open(cls, url: str, *, principal: str = "local") -> "Engine":
-        """Opens (or creates) the store ``url`` names."""
-        return cls(await _native.NativeEngine.open(url, principal))
+    async def open(cls, url: str, *, principal: str = "local", clock: Optional[ManualClock] = None,
+                   sequential_ids: bool = False, authorizer: Optional[Authorizer] = None,
+                   config: Optional[EngineConfig] = None) -> "Engine":
+        """Opens (or creates) the store ``url`` names.
+
+        ``principal`` is who this handle acts as (see :meth:`as_principal`).
+        For tests, ``clock`` fixes time (a :class:`ManualClock`) and
+        ``sequential_ids`` makes new ids ``kind-1``, ``kind-2``, ...
+        ``authorizer`` (an :class:`Authorizer` of allow rules) refuses what
+        no rule allows; the default allows everything but trace and debug.
+        ``config`` (an :class:`EngineConfig`) sets cache size, history page
+        limit, snapshot interval, retries and client lease/token times.
+        """
+        native = await _native.NativeEngine.open(
+            url, principal, None if clock is None else clock._native, sequential_ids,
+            None if authorizer is None else authorizer._native, None if config is None else config._args())
+        return cls(native)
+
+    def as_principal(self, principal: str) -> "Engine":
+        """The same engine (same store, same caches) acting as ``principal``."""
+        return Engine(self._native.with_principal(principal))
+
+    @property
+    def principal(self) -> str:
+        """The principal this handle acts as."""
+        return self._native.principal
 
     async def close(self) -> None:
-        """Closes the engine; the store is released when its followers end."""
-        self._native.close()
+        """Finishes accepted appends and releases the store (idempotent);
+        later calls raise :class:`InvalidCommandError`."""
+        await self._native.close()
 
     async def __aenter__(self) -> "Engine":
         return self
@@ -213,21 +276,26 @@ class Engine:
 
     async def create_session(self, session_id: Optional[str] = None, *,
                              profiles: Union[None, str, Iterable[str]] = None,
-                             workspace_id: Optional[str] = None) -> str:
-        """Creates a session (profiles fixed for its life; default: all). Returns its id."""
+                             workspace_id: Optional[str] = None,
+                             labels: Optional[Dict[str, str]] = None) -> str:
+        """Creates a session (profiles fixed for its life; default: all),
+        with host ``labels`` the session index filters on. Returns its id."""
         if profiles is not None and not isinstance(profiles, str):
             profiles = ",".join(profiles)
-        return await self._native.create_session(session_id, profiles, workspace_id)
+        return await self._native.create_session(session_id, profiles, workspace_id, dict(labels or {}))
 
-    async def message(self, session_id: str, text: Any) -> str:
-        """Records a user message (``message.user.recorded``). Returns its ``messageId``."""
-        return await self._native.message(session_id, _dumps(text))
+    async def message(self, session_id: str, text: Any, *, message_id: Optional[str] = None) -> str:
+        """Records a user message (``message.user.recorded``). Returns its
+        ``messageId``. A caller-chosen ``message_id`` is an idempotency key:
+        a retry with the same id and text appends nothing; other text is
+        refused (``idempotency_conflict``)."""
+        return await self._native.message(session_id, text, message_id)
 
     async def append(self, session_id: str, event_type: str, body: Optional[Dict[str, Any]] = None, *,
                      run_id: Optional[str] = None, workflow_id: Optional[str] = None) -> AttachItem:
         """Appends one event of any active profile at session, run or workflow scope."""
         scope, sid = ("run", run_id) if run_id else ("workflow", workflow_id) if workflow_id else ("session", None)
-        raw = await self._native.append(session_id, event_type, scope, sid, _dumps(body or {}))
+        raw = await self._native.append(session_id, event_type, scope, sid, body or {})
         return AttachItem._of(raw)
 
     # Runs
@@ -251,9 +319,12 @@ class Engine:
         """Starts a workflow (it holds the session slot). Returns its id."""
         return await self._native.start_workflow(session_id, workflow_id, default_client_executor_id)
 
-    async def pause_run(self, session_id: str, run_id: str, reason: str, *, automatic: bool = False) -> str:
-        """Pauses a run without an interrupt. Returns the ``waitId``."""
-        return await self._native.pause_run(session_id, run_id, reason, automatic)
+    async def pause_run(self, session_id: str, run_id: str, reason: str, *, automatic: bool = False,
+                        retry_at: Union[None, float, _dt.datetime] = None) -> str:
+        """Pauses a run without an interrupt. Returns the ``waitId``. With
+        ``retry_at`` (a POSIX time or datetime) the pause is automatic and
+        :meth:`fire_due_timers` resumes the run then (``pause_run_until``)."""
+        return await self._native.pause_run(session_id, run_id, reason, automatic, _posix(retry_at))
 
     async def resume_run(self, session_id: str, run_id: str, wait_id: str) -> None:
         """Resumes a paused run (``wait_id`` of its active pause)."""
@@ -264,7 +335,7 @@ class Engine:
                       code: Optional[str] = None, message: Optional[str] = None) -> None:
         """Ends a run: ``status`` is ``finished``, ``error`` (needs ``code``)
         or ``cancelled``. Open work must be closed first (``open_work``)."""
-        await self._native.end_run(session_id, run_id, status, _opt_json(usage), list(artifact_ids),
+        await self._native.end_run(session_id, run_id, status, usage, list(artifact_ids),
                                    code, message)
 
     async def stop(self, session_id: str, run_id: Optional[str] = None) -> str:
@@ -278,13 +349,13 @@ class Engine:
                               args: Optional[Dict[str, Any]] = None, *, client: bool = False) -> str:
         """Starts a backend tool call (or, with ``client=True``, a client
         tool call on a run bound to an executor). Returns its ``toolCallId``."""
-        return await self._native.start_tool_call(session_id, run_id, tool_name, _dumps(args or {}), client)
+        return await self._native.start_tool_call(session_id, run_id, tool_name, args or {}, client)
 
     async def finish_tool_call(self, session_id: str, tool_call_id: str, response: Any = None, *,
                                outcome: str = "success", code: Optional[str] = None,
                                message: Optional[str] = None) -> None:
         """Finishes a tool call exactly once: ``success``, ``error`` or ``cancelled``."""
-        await self._native.finish_tool_call(session_id, tool_call_id, outcome, _dumps(response), code, message)
+        await self._native.finish_tool_call(session_id, tool_call_id, outcome, response, code, message)
 
     # Interrupts
 
@@ -292,22 +363,22 @@ class Engine:
                                 workflow_id: Optional[str] = None, kind: str = "approval",
                                 actions: Sequence[str] = ("approve", "deny"),
                                 input: Optional[Dict[str, Any]] = None,
-                                expires_at: Union[None, float, _dt.datetime] = None) -> Tuple[str, str]:
+                                expires_at: Union[None, float, _dt.datetime] = None,
+                                title: Optional[str] = None) -> Tuple[str, str]:
         """Requests an interrupt on a run (or a workflow); the run pauses in
         the same batch. Returns ``(interrupt_id, wait_id)``."""
         scope, sid = ("workflow", workflow_id) if workflow_id else ("run", run_id)
         if sid is None:
             raise TypeError("request_interrupt needs run_id or workflow_id")
         iid, wait = await self._native.request_interrupt(
-            session_id, scope, sid, kind, list(actions), _opt_json(input), _posix(expires_at))
+            session_id, scope, sid, kind, list(actions), input, _posix(expires_at), title)
         return iid, wait
 
     async def resolve_interrupt(self, interrupt_id: str, decision: str, *, reason: Optional[str] = None,
                                 expected_revision: Optional[int] = None,
                                 members: Optional[Any] = None) -> str:
         """``resolve-interrupt`` by id alone; the run resumes. Returns the session id."""
-        return await self._native.resolve_interrupt(interrupt_id, decision, reason, expected_revision,
-                                                    _opt_json(members))
+        return await self._native.resolve_interrupt(interrupt_id, decision, reason, expected_revision, members)
 
     async def expire_due(self) -> List[str]:
         """Resolves every interrupt whose expiry passed as ``expired``."""
@@ -315,20 +386,24 @@ class Engine:
 
     async def open_interrupts(self, *, after: Optional[str] = None, limit: int = 100) -> Dict[str, Any]:
         """Open interrupts of every session, one index page: ``{"open": [...], "next": ...}``."""
-        return json.loads(await self._native.open_interrupts(after, limit))
+        page, nxt = await self._native.open_interrupts(after, limit)
+        return {"open": [{"sessionId": s, "interruptId": i, "scope": {"kind": sc[0], "id": sc[1]}, "kind": k,
+                          "title": t, "actions": list(a), "expiresAt": x} for s, i, sc, k, t, a, x in page],
+                "next": nxt}
 
     # Streamed text
 
-    def stream_text(self, session_id: str, run_id: str, *, role: str = "assistant",
-                    message_id: Optional[str] = None) -> TextStream:
-        """An async context manager streaming one message on a run."""
-        return TextStream(self, session_id, run_id, role, message_id)
+    def stream_text(self, session_id: str, run_id: Optional[str] = None, *, role: str = "assistant",
+                    message_id: Optional[str] = None, workflow_id: Optional[str] = None) -> TextStream:
+        """An async context manager streaming one message on a run (or a
+        workflow, or the session when neither is given)."""
+        return TextStream(self, session_id, run_id, role, message_id, workflow_id)
 
     # Reads
 
     async def state(self, session_id: str) -> SessionState:
-        """The session's reduced state as dataclasses."""
-        return SessionState._from_json(session_id, json.loads(await self._native.state_json(session_id)))
+        """The session's reduced state as dataclasses (the engine's typed state)."""
+        return SessionState._from_native(session_id, await self._native.state(session_id))
 
     async def state_json(self, session_id: str) -> str:
         """The reduced state as the checker holds it (deterministic JSON)."""
@@ -336,7 +411,7 @@ class Engine:
 
     async def capabilities(self, session_id: str) -> Dict[str, Any]:
         """The §10.4 capability record."""
-        return json.loads(await self._native.capabilities(session_id))
+        return _caps(await self._native.capabilities(session_id))
 
     async def history(self, session_id: str, *, after: Optional[int] = None,
                       root_run_id: Optional[str] = None, after_sequence: Optional[int] = None,
@@ -375,7 +450,8 @@ class Engine:
 
     async def client_tick(self) -> Dict[str, Any]:
         """Expires tokens and leases that passed their time."""
-        return json.loads(await self._native.client_tick())
+        expired, paused, unavailable = await self._native.client_tick()
+        return {"expiredCalls": list(expired), "pausedRuns": list(paused), "unavailable": list(unavailable)}
 
     async def outbox_next(self, executor_id: str, timeout: Optional[float] = None) -> Optional[bytes]:
         """The next control message for an executor (``None`` after ``timeout`` s)."""

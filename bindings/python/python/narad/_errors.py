@@ -55,7 +55,10 @@ class NotFoundError(NaradError):
 
 
 class ConflictError(NaradError):
-    """Session exists, revision conflict, expired interrupt, or contention."""
+    """The command conflicts with the session as it stands: it exists, a
+    revision or idempotency key conflicts, the interrupt expired or was
+    resolved, nothing runs, it has open work, it is archived, or another
+    writer kept moving its head."""
 
 
 class InvalidCommandError(NaradError):

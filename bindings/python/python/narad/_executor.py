@@ -4,7 +4,6 @@ runs twice, even across a crash."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Dict, Optional, Tuple, Union
 
@@ -52,19 +51,19 @@ class ClientToolExecutor:
         finish is returned instead). A tool that raises finishes as
         ``error`` with response ``{"code": "tool_raised"}``."""
 
-        async def call(name: str, args_json: str) -> Tuple[str, str]:
-            out = await tool(name, json.loads(args_json))
+        async def call(name: str, args: Dict[str, Any]) -> Tuple[str, Any]:
+            out = await tool(name, args)
             if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], str):
-                return out[0], json.dumps(out[1])
-            return "success", json.dumps(out)
+                return out[0], out[1]
+            return "success", out
 
-        kind, payload = await self._native.handle(bytes(message), call)
+        kind, finish, text = await self._native.handle(bytes(message), call)
         if kind == "finish":
-            return Handled(kind, finish=payload)
+            return Handled(kind, finish=finish)
         if kind == "attached":
-            return Handled(kind, lease_id=payload)
+            return Handled(kind, lease_id=text)
         if kind == "ignored":
-            return Handled(kind, reason=payload)
+            return Handled(kind, reason=text)
         return Handled(kind)
 
     async def serve_once(self, engine: Any, tool: Tool, timeout: Optional[float] = None) -> Optional[Handled]:

@@ -1,0 +1,165 @@
+//! Values crossing the bridge: Python objects ↔ JSON values without JSON
+//! text, stored bytes as `bytes`, engine errors as the package's
+//! exceptions. Every conversion to Python runs on the loop's thread, when
+//! the call's asyncio future is resolved, never on an engine thread.
+
+use bytes::Bytes;
+use narad_engine::EngineError;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde_json::{Map, Number, Value};
+
+/// A Python value as JSON: `None`, `bool`, `int`, `float`, `str`, lists,
+/// tuples and dicts with `str` keys. Anything else is a `TypeError` that
+/// names the type, never the value (it may be protected data).
+pub fn value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Value::String(s.to_cow()?.into_owned()));
+    }
+    if obj.is_instance_of::<PyBool>() {
+        return Ok(Value::Bool(obj.extract()?));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        if let Ok(i) = obj.extract::<i64>() {
+            return Ok(Value::from(i));
+        }
+        return Ok(Value::from(obj.extract::<u64>()?));
+    }
+    if obj.is_instance_of::<PyFloat>() {
+        let f: f64 = obj.extract()?;
+        return Number::from_f64(f)
+            .map(Value::Number)
+            .ok_or_else(|| PyTypeError::new_err("a float that is not finite is not JSON"));
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let mut m = Map::new();
+        for (k, v) in d.iter() {
+            let k = k
+                .cast::<PyString>()
+                .map_err(|_| PyTypeError::new_err("JSON object keys must be str"))?;
+            m.insert(k.to_cow()?.into_owned(), value(&v)?);
+        }
+        return Ok(Value::Object(m));
+    }
+    if let Ok(l) = obj.cast::<PyList>() {
+        return l
+            .iter()
+            .map(|v| value(&v))
+            .collect::<PyResult<_>>()
+            .map(Value::Array);
+    }
+    if let Ok(t) = obj.cast::<PyTuple>() {
+        return t
+            .iter()
+            .map(|v| value(&v))
+            .collect::<PyResult<_>>()
+            .map(Value::Array);
+    }
+    let ty = obj.get_type().name()?;
+    Err(PyTypeError::new_err(format!("a {ty} is not JSON")))
+}
+
+/// [`value`] of an optional argument.
+pub fn opt_value(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Value>> {
+    match obj {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => value(o).map(Some),
+    }
+}
+
+/// A JSON value as Python objects (dicts, lists, str, int, float, bool, None).
+pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any()
+            } else if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any()
+            } else {
+                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
+            }
+        }
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(a) => {
+            let l = PyList::empty(py);
+            for x in a {
+                l.append(to_py(py, x)?)?;
+            }
+            l.into_any()
+        }
+        Value::Object(m) => map_to_py(py, m)?.into_any(),
+    })
+}
+
+/// A JSON object as a dict.
+pub fn map_to_py<'py>(py: Python<'py>, m: &Map<String, Value>) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, x) in m {
+        d.set_item(k, to_py(py, x)?)?;
+    }
+    Ok(d)
+}
+
+/// A JSON value returned to Python (converted on the loop's thread).
+pub struct Json(pub Value);
+
+impl<'py> IntoPyObject<'py> for Json {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
+        to_py(py, &self.0)
+    }
+}
+
+/// Stored bytes returned to Python as `bytes`.
+pub struct Raw(pub Bytes);
+
+impl<'py> IntoPyObject<'py> for Raw {
+    type Target = PyBytes;
+    type Output = Bound<'py, PyBytes>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
+        Ok(PyBytes::new(py, &self.0))
+    }
+}
+
+/// The result of an engine call: an [`EngineError`] becomes the package's
+/// exception only on the loop's thread.
+pub enum Fail {
+    /// Refused or failed in the engine.
+    Engine(EngineError),
+    /// Failed in the bridge.
+    Py(PyErr),
+}
+
+impl From<EngineError> for Fail {
+    fn from(e: EngineError) -> Self {
+        Self::Engine(e)
+    }
+}
+
+impl From<PyErr> for Fail {
+    fn from(e: PyErr) -> Self {
+        Self::Py(e)
+    }
+}
+
+impl Fail {
+    /// The Python exception (needs the GIL).
+    pub fn into_py(self) -> PyErr {
+        match self {
+            Self::Engine(e) => crate::errors::to_py(e),
+            Self::Py(e) => e,
+        }
+    }
+}
