@@ -172,7 +172,18 @@ pub(crate) struct Journal {
     pub snapshot_rejected: Option<Reject>,
     /// Rolling digest of the events through `head`.
     pub chain: Chain,
+    /// What [`Engine::state`](crate::Engine::state) folded from the stored
+    /// journal, with the head it covers: a later read folds only the events
+    /// after it. A cache (memory only; a reloaded journal starts without
+    /// it); the lock lets a read, which sees the journal shared, keep it.
+    pub details: std::sync::Mutex<Option<(u64, crate::typed::details::Details)>>,
+    /// Unique per hydration: a value taken from one journal is put back
+    /// only into the same one, never into a session reloaded (or deleted
+    /// and created again) meanwhile.
+    pub generation: u64,
 }
+
+static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Journal {
     pub fn new(session_id: &str, meta: Meta) -> Self {
@@ -192,6 +203,8 @@ impl Journal {
             from_snapshot: false,
             snapshot_rejected: None,
             chain: Chain::default(),
+            details: std::sync::Mutex::default(),
+            generation: GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 

@@ -249,7 +249,9 @@ impl<S: Store + 'static> Engine<S> {
     /// What the checker keeps is read from memory; the rest is folded
     /// from the session's stored journal through the same head
     /// ([`SessionState::with_journal`](crate::SessionState::with_journal)),
-    /// so a read costs one pass over the journal.
+    /// so the first read costs one pass over the journal; the engine keeps
+    /// what it folded with the cached session, and a later read folds only
+    /// the events appended since.
     ///
     /// ```
     /// # async fn demo(engine: narad_engine::Engine<narad_store_redb::RedbStore>,
@@ -273,23 +275,25 @@ impl<S: Store + 'static> Engine<S> {
         session_id: &str,
     ) -> Result<crate::SessionState, EngineError> {
         self.authorize(p, Action::Read { session_id })?;
-        let (s, _) = self
+        let ((mut s, cached, generation), _) = self
             .command(p, session_id, |j| {
-                Ok(Plan::of(
-                    Vec::new(),
-                    crate::SessionState::from_checker(&j.checker, &j.session_id)
-                        .unwrap_or_default(),
-                ))
+                let s = crate::SessionState::from_checker(&j.checker, &j.session_id)
+                    .unwrap_or_default();
+                // Taken out while this read folds; put back below. A
+                // concurrent read meanwhile folds from the start.
+                let cached = j.details.lock().ok().and_then(|mut d| d.take());
+                Ok(Plan::of(Vec::new(), (s, cached, j.generation)))
             })
             .await?;
-        let mut s = s;
         // No tool call, open interrupt or ended run: nothing to fold.
         let ended = s.runs.values().any(|r| r.state.is_terminal());
         if s.tools.is_empty() && s.interrupts.is_empty() && !ended {
             return Ok(s);
         }
-        let mut details = crate::typed::details::Details::default();
-        let mut cursor = 0u64;
+        let (mut cursor, mut details) = match cached {
+            Some((head, d)) if head <= s.head => (head, d),
+            _ => (0, crate::typed::details::Details::default()),
+        };
         'pages: while cursor < s.head {
             let want = usize::try_from(s.head - cursor)
                 .unwrap_or(usize::MAX)
@@ -312,6 +316,24 @@ impl<S: Store + 'static> Engine<S> {
             }
         }
         details.fill(&mut s);
+        // Kept for the next read if the cached journal is still the one
+        // read (a reload starts a new journal, and a new cache).
+        let head = s.head;
+        let keep = std::sync::Mutex::new(Some(details));
+        let _ = self
+            .command(p, session_id, |j| {
+                if j.generation == generation && j.head >= head {
+                    if let (Ok(mut slot), Ok(mut d)) = (j.details.lock(), keep.lock()) {
+                        if slot.as_ref().is_none_or(|(h, _)| *h < head) {
+                            if let Some(d) = d.take() {
+                                *slot = Some((head, d));
+                            }
+                        }
+                    }
+                }
+                Ok(Plan::of(Vec::new(), ()))
+            })
+            .await;
         Ok(s)
     }
 

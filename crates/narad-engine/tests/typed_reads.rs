@@ -359,6 +359,17 @@ async fn details_through_state<S: narad_store::Store + 'static>(store: S) {
     assert!(u.session.extra.is_empty(), "extras are not added up");
     assert_eq!(u.runs[&run].total_tokens, Some(15));
     assert_eq!(u.runs[&second].total_tokens, Some(3));
+    // The reads above folded incrementally from the engine's cache; a fold
+    // of the whole journal from scratch gives the same state.
+    let lines = common::journal(&e, &sid).await;
+    let fresh: SessionState =
+        serde_json::from_str::<SessionState>(&e.state_json(&me(), &sid).await.unwrap())
+            .unwrap()
+            .with_journal(&sid, lines.iter().map(|b| &b[..]));
+    assert_eq!(
+        serde_json::to_value(&fresh).unwrap(),
+        serde_json::to_value(&state).unwrap()
+    );
     e.close().await.unwrap();
 }
 

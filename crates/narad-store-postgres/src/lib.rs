@@ -7,7 +7,7 @@
 //! Concurrency is decided **in the database**: an append locks its
 //! session's `heads` row (`INSERT … ON CONFLICT DO UPDATE … RETURNING`, one
 //! round trip), so appends to one session from any number of processes are
-//! serialized there; [`plan_batch`] then decides the batch on what the
+//! serialized there; [`plan_batch`](narad_store::plan_batch) then decides the batch on what the
 //! transaction read, exactly as on the embedded backends. A conditional
 //! side write of a record that does not exist yet is an `INSERT … ON
 //! CONFLICT DO NOTHING` whose row count decides. Commits are announced with

@@ -36,9 +36,11 @@ use narad_store_postgres::PostgresStore;
 use narad_store_redb::RedbStore;
 #[cfg(feature = "sqlite")]
 use narad_store_sqlite::SqliteStore;
+#[cfg(any(feature = "redb", feature = "sqlite"))]
 use std::path::Path;
 
 mod open_error;
+#[cfg(any(feature = "redb", feature = "sqlite"))]
 use open_error::classify;
 pub use open_error::{OpenError, SCHEMES};
 

@@ -1,7 +1,7 @@
 //! Why a store did not open, naming the path.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use narad_store::StoreError;
 
@@ -90,7 +90,8 @@ impl From<OpenError> for StoreError {
 }
 
 /// Classifies a file backend's failure to open `path`.
-pub(crate) fn classify(path: &Path, backend: &'static str, e: StoreError) -> OpenError {
+#[cfg(any(feature = "redb", feature = "sqlite"))]
+pub(crate) fn classify(path: &std::path::Path, backend: &'static str, e: StoreError) -> OpenError {
     if let StoreError::NotFound { .. } = e {
         return OpenError::NotFound {
             path: path.to_owned(),

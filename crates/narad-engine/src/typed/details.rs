@@ -51,14 +51,14 @@ struct Fact {
     usage: Option<Usage>,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone, Debug)]
 struct ToolFacts {
     name: Option<String>,
     args_summary: Option<String>,
     result: Option<ToolResult>,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone, Debug)]
 struct RequestFacts {
     kind: String,
     title: Option<String>,
@@ -67,7 +67,7 @@ struct RequestFacts {
 }
 
 /// The fold over one session's journal.
-#[derive(Default)]
+#[derive(Default, Clone, Debug)]
 pub(crate) struct Details {
     tools: BTreeMap<String, ToolFacts>,
     requests: BTreeMap<String, RequestFacts>,
@@ -153,20 +153,20 @@ impl Details {
 
     /// Writes what was folded into `state` (tool calls and open
     /// interrupts it holds; the usage totals).
-    pub(crate) fn fill(mut self, state: &mut SessionState) {
+    pub(crate) fn fill(&self, state: &mut SessionState) {
         for (id, call) in &mut state.tools {
-            if let Some(t) = self.tools.remove(id) {
-                call.name = t.name;
-                call.args_summary = t.args_summary;
-                call.result = t.result;
+            if let Some(t) = self.tools.get(id) {
+                call.name.clone_from(&t.name);
+                call.args_summary.clone_from(&t.args_summary);
+                call.result.clone_from(&t.result);
             }
         }
         for (id, open) in &mut state.interrupts {
-            if let Some(r) = self.requests.remove(id) {
-                fill_request(open, r);
+            if let Some(r) = self.requests.get(id) {
+                fill_request(open, r.clone());
             }
         }
-        state.usage = self.usage;
+        state.usage.clone_from(&self.usage);
     }
 }
 

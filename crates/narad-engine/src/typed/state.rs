@@ -39,8 +39,8 @@ pub struct ToolCall {
     pub name: Option<String>,
     /// The arguments as compact JSON, cut to
     /// [`ARGS_SUMMARY_MAX`](crate::ARGS_SUMMARY_MAX) bytes (`…` when cut).
-    /// Produced from the stored `tool.call.started` event on each read;
-    /// nothing of it is kept in memory between reads.
+    /// Produced from the stored `tool.call.started` event; the engine
+    /// keeps it with the cached session (never in the checker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args_summary: Option<String>,
     /// How it finished (`None` while open). The response is not copied:
