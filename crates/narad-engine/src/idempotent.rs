@@ -16,8 +16,11 @@ use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::host::Principal;
 use crate::idempotency::Keyed;
+use crate::typed::assets::Asset;
+use crate::typed::assets::{AssetStep, ViewUpdate};
 use crate::typed::commands::{DocumentKind, Progress};
 use crate::typed::patch::Patch;
+use crate::typed::trace::{Span, SpanEnd};
 
 /// The engine's commands under one caller-supplied idempotency key: one
 /// key, one command (each method takes the handle).
@@ -352,5 +355,158 @@ impl<S: Store + 'static> Idempotent<S> {
         self.under("append", &(session_id, event_type, &scope, &body))?
             .append(p, session_id, event_type, scope, body)
             .await
+    }
+
+    /// [`Engine::open_view`]; a retry answers the original event.
+    pub async fn open_view(
+        self,
+        p: &Principal,
+        session_id: &str,
+        scope: impl Into<EventScope>,
+        view_id: impl Into<String>,
+        model: Value,
+    ) -> Result<StoredEvent, EngineError> {
+        let (scope, view_id): (EventScope, String) = (scope.into(), view_id.into());
+        self.under("open_view", &(session_id, &scope, &view_id, &model))?
+            .open_view(p, session_id, scope, view_id, model)
+            .await
+    }
+
+    /// [`Engine::update_view`]; a retry answers the original event.
+    pub async fn update_view(
+        self,
+        p: &Principal,
+        session_id: &str,
+        scope: impl Into<EventScope>,
+        view_id: impl Into<String>,
+        update: ViewUpdate,
+    ) -> Result<StoredEvent, EngineError> {
+        let (scope, view_id): (EventScope, String) = (scope.into(), view_id.into());
+        self.under("update_view", &(session_id, &scope, &view_id, &update))?
+            .update_view(p, session_id, scope, view_id, update)
+            .await
+    }
+
+    /// [`Engine::close_view`]; a retry answers the original event.
+    pub async fn close_view(
+        self,
+        p: &Principal,
+        session_id: &str,
+        scope: impl Into<EventScope>,
+        view_id: impl Into<String>,
+    ) -> Result<StoredEvent, EngineError> {
+        let (scope, view_id): (EventScope, String) = (scope.into(), view_id.into());
+        self.under("close_view", &(session_id, &scope, &view_id))?
+            .close_view(p, session_id, scope, view_id)
+            .await
+    }
+
+    /// [`Engine::add_attachment`]; a retry answers the original id.
+    pub async fn add_attachment(
+        self,
+        p: &Principal,
+        session_id: &str,
+        scope: impl Into<EventScope>,
+        asset: Asset,
+    ) -> Result<String, EngineError> {
+        let scope: EventScope = scope.into();
+        self.under("add_attachment", &(session_id, &scope, &asset))?
+            .add_attachment(p, session_id, scope, asset)
+            .await
+    }
+
+    /// [`Engine::update_attachment`]; a retry answers the original event.
+    pub async fn update_attachment(
+        self,
+        p: &Principal,
+        session_id: &str,
+        scope: impl Into<EventScope>,
+        attachment_id: &str,
+        step: AssetStep,
+    ) -> Result<StoredEvent, EngineError> {
+        let scope: EventScope = scope.into();
+        self.under(
+            "update_attachment",
+            &(session_id, &scope, attachment_id, &step),
+        )?
+        .update_attachment(p, session_id, scope, attachment_id, step)
+        .await
+    }
+
+    /// [`Engine::add_artifact`]; a retry answers the original id.
+    pub async fn add_artifact(
+        self,
+        p: &Principal,
+        session_id: &str,
+        scope: impl Into<EventScope>,
+        asset: Asset,
+    ) -> Result<String, EngineError> {
+        let scope: EventScope = scope.into();
+        self.under("add_artifact", &(session_id, &scope, &asset))?
+            .add_artifact(p, session_id, scope, asset)
+            .await
+    }
+
+    /// [`Engine::update_artifact`]; a retry answers the original event.
+    pub async fn update_artifact(
+        self,
+        p: &Principal,
+        session_id: &str,
+        scope: impl Into<EventScope>,
+        artifact_id: &str,
+        step: AssetStep,
+    ) -> Result<StoredEvent, EngineError> {
+        let scope: EventScope = scope.into();
+        self.under("update_artifact", &(session_id, &scope, artifact_id, &step))?
+            .update_artifact(p, session_id, scope, artifact_id, step)
+            .await
+    }
+
+    /// [`Engine::start_span`]; a retry answers the original span id.
+    pub async fn start_span(
+        self,
+        p: &Principal,
+        session_id: &str,
+        scope: impl Into<EventScope>,
+        span: Span,
+    ) -> Result<String, EngineError> {
+        let scope: EventScope = scope.into();
+        self.under("start_span", &(session_id, &scope, &span))?
+            .start_span(p, session_id, scope, span)
+            .await
+    }
+
+    /// [`Engine::end_span`]; a retry answers the original event.
+    pub async fn end_span(
+        self,
+        p: &Principal,
+        session_id: &str,
+        scope: impl Into<EventScope>,
+        span_id: &str,
+        end: SpanEnd,
+    ) -> Result<StoredEvent, EngineError> {
+        let scope: EventScope = scope.into();
+        self.under("end_span", &(session_id, &scope, span_id, &end))?
+            .end_span(p, session_id, scope, span_id, end)
+            .await
+    }
+
+    /// [`Engine::trace_event`]; a retry answers the original event.
+    pub async fn trace_event(
+        self,
+        p: &Principal,
+        session_id: &str,
+        scope: impl Into<EventScope>,
+        span_id: Option<&str>,
+        name: impl Into<String>,
+        attributes: serde_json::Map<String, Value>,
+    ) -> Result<StoredEvent, EngineError> {
+        let (scope, name): (EventScope, String) = (scope.into(), name.into());
+        self.under(
+            "trace_event",
+            &(session_id, &scope, span_id, &name, &attributes),
+        )?
+        .trace_event(p, session_id, scope, span_id, name, attributes)
+        .await
     }
 }

@@ -521,3 +521,128 @@ async fn a_retry_after_a_lost_answer_appends_nothing() {
         );
     }
 }
+
+/// Allows everything, trace events included.
+#[derive(Debug)]
+struct Debugger;
+
+impl narad_engine::Authorizer for Debugger {
+    fn allows(&self, _: &Principal, _: narad_engine::Action<'_>) -> bool {
+        true
+    }
+    fn may_debug(&self, _: &Principal) -> bool {
+        true
+    }
+}
+
+/// Views, attachments, artifacts and spans under a key: a retry answers the
+/// original (the same minted id, not a fresh one) and appends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn views_assets_and_spans_under_a_key_answer_once() {
+    use narad_engine::{Asset, AssetStep, Span, SpanEnd, ViewUpdate};
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("redb:{}", dir.path().join("keys.redb").display());
+    let e = Engine::with_host(
+        narad_stores::open(&url).await.unwrap(),
+        std::sync::Arc::new(narad_engine::SystemClock),
+        std::sync::Arc::new(narad_engine::RandomIds),
+        std::sync::Arc::new(Debugger),
+        narad_engine::EngineConfig::default(),
+    );
+    let p = me();
+    let sid = e.create_session(&p, NewSession::default()).await.unwrap();
+    let run = run_of(e.start_run(&p, &sid, StartRun::new()).await.unwrap());
+    let at = EventScope::run(&run);
+    twice!(
+        &e,
+        &sid,
+        e.idempotent("view")
+            .open_view(&p, &sid, &at, "plan", json!({"steps": []}))
+    );
+    twice!(
+        &e,
+        &sid,
+        e.idempotent("view-2").update_view(
+            &p,
+            &sid,
+            &at,
+            "plan",
+            ViewUpdate::Replace(json!({"steps": ["search"]}))
+        )
+    );
+    twice!(
+        &e,
+        &sid,
+        e.idempotent("view-3").close_view(&p, &sid, &at, "plan")
+    );
+    let attachment = twice!(
+        &e,
+        &sid,
+        e.idempotent("att").add_attachment(
+            &p,
+            &sid,
+            EventScope::Session,
+            Asset::new().name("photo.png").uri("s3://in/photo.png")
+        )
+    );
+    twice!(
+        &e,
+        &sid,
+        e.idempotent("att-2").update_attachment(
+            &p,
+            &sid,
+            EventScope::Session,
+            &attachment,
+            AssetStep::Ready
+        )
+    );
+    let artifact = twice!(
+        &e,
+        &sid,
+        e.idempotent("art")
+            .add_artifact(&p, &sid, &at, Asset::new().name("summary.md"))
+    );
+    twice!(
+        &e,
+        &sid,
+        e.idempotent("art-2")
+            .update_artifact(&p, &sid, &at, &artifact, AssetStep::Ready)
+    );
+    let span = twice!(
+        &e,
+        &sid,
+        e.idempotent("span")
+            .start_span(&p, &sid, &at, Span::new("llm.call"))
+    );
+    twice!(
+        &e,
+        &sid,
+        e.idempotent("span-ev").trace_event(
+            &p,
+            &sid,
+            &at,
+            Some(&span),
+            "llm.first_token",
+            serde_json::Map::new()
+        )
+    );
+    twice!(
+        &e,
+        &sid,
+        e.idempotent("span-end")
+            .end_span(&p, &sid, &at, &span, SpanEnd::ok())
+    );
+    // Another request under a used key is refused.
+    let err = e
+        .idempotent("att")
+        .add_attachment(
+            &p,
+            &sid,
+            EventScope::Session,
+            Asset::new().name("other.png"),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "idempotency_conflict");
+    e.close().await.unwrap();
+}

@@ -14,7 +14,7 @@ use crate::typed::patch::Patch;
 use crate::typed::{body_of, envelope};
 
 /// How `view.updated` changes a view's model.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum ViewUpdate {
     /// `operation: replace` with the new model.
     Replace(Value),
@@ -98,7 +98,7 @@ impl Asset {
 
 /// A later step of an attachment's or artifact's lifecycle (§9.5):
 /// added → ready | failed, and (attachments only) any → removed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum AssetStep {
     /// `*.ready`.
     Ready,
@@ -197,8 +197,8 @@ impl<S: Store + 'static> Engine<S> {
     /// #   me: narad_engine::Principal, sid: String) -> Result<(), narad_engine::EngineError> {
     /// use narad_engine::{EventScope, Patch, ViewUpdate};
     /// let s = EventScope::Session;
-    /// engine.open_view(&me, &sid, s.clone(), "plan", serde_json::json!({"steps": []})).await?;
-    /// engine.update_view(&me, &sid, s.clone(), "plan",
+    /// engine.open_view(&me, &sid, &s, "plan", serde_json::json!({"steps": []})).await?;
+    /// engine.update_view(&me, &sid, &s, "plan",
     ///     ViewUpdate::Patch(Patch::new().add("/steps/-", "search"))).await?;
     /// engine.close_view(&me, &sid, s, "plan").await?;
     /// # Ok(()) }
@@ -207,10 +207,11 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         view_id: impl Into<String>,
         model: Value,
     ) -> Result<StoredEvent, EngineError> {
+        let scope: EventScope = scope.into();
         let mut body = Map::new();
         body.insert("viewId".into(), view_id.into().into());
         body.insert("model".into(), model);
@@ -225,10 +226,11 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         view_id: impl Into<String>,
         update: ViewUpdate,
     ) -> Result<StoredEvent, EngineError> {
+        let scope: EventScope = scope.into();
         let mut body = Map::new();
         body.insert("viewId".into(), view_id.into().into());
         match update {
@@ -250,9 +252,10 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         view_id: impl Into<String>,
     ) -> Result<StoredEvent, EngineError> {
+        let scope: EventScope = scope.into();
         let mut body = Map::new();
         body.insert("viewId".into(), view_id.into().into());
         self.append_body(p, session_id, "view.closed", &scope, body)
@@ -276,9 +279,10 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         asset: Asset,
     ) -> Result<String, EngineError> {
+        let scope: EventScope = scope.into();
         self.add_asset(p, session_id, scope, asset, Family::Attachment)
             .await
     }
@@ -290,10 +294,11 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         attachment_id: &str,
         step: AssetStep,
     ) -> Result<StoredEvent, EngineError> {
+        let scope: EventScope = scope.into();
         let ty = Family::Attachment.step_type(&step)?;
         let body = step_body(Family::Attachment, attachment_id, &step);
         self.append_body(p, session_id, ty, &scope, body).await
@@ -308,7 +313,7 @@ impl<S: Store + 'static> Engine<S> {
     /// #   me: narad_engine::Principal, sid: String, run: String) -> Result<(), narad_engine::EngineError> {
     /// use narad_engine::{Asset, AssetStep, EventScope};
     /// let at = EventScope::Run(run);
-    /// let id = engine.add_artifact(&me, &sid, at.clone(), Asset::new().name("summary.md")).await?;
+    /// let id = engine.add_artifact(&me, &sid, &at, Asset::new().name("summary.md")).await?;
     /// engine.update_artifact(&me, &sid, at, &id, AssetStep::failed("render_failed", "Could not render.")).await?;
     /// # Ok(()) }
     /// ```
@@ -316,9 +321,10 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         asset: Asset,
     ) -> Result<String, EngineError> {
+        let scope: EventScope = scope.into();
         self.add_asset(p, session_id, scope, asset, Family::Artifact)
             .await
     }
@@ -330,10 +336,11 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         artifact_id: &str,
         step: AssetStep,
     ) -> Result<StoredEvent, EngineError> {
+        let scope: EventScope = scope.into();
         let ty = Family::Artifact.step_type(&step)?;
         let body = step_body(Family::Artifact, artifact_id, &step);
         self.append_body(p, session_id, ty, &scope, body).await
@@ -358,7 +365,11 @@ impl<S: Store + 'static> Engine<S> {
         let body = added_body(family, &asset, &id)?;
         // Extra metadata must not contradict the envelope the engine writes.
         let (_, body) = envelope::prepare(ty, session_id, &scope, Value::Object(body))?;
-        self.append_body(p, session_id, ty, &scope, body).await?;
+        // The id is the answer an idempotency key records: a retry gets
+        // the original one, not a fresh one.
+        let (id, _) = self
+            .append_body_with(p, session_id, ty, &scope, body, id)
+            .await?;
         Ok(id)
     }
 }

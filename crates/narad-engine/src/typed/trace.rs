@@ -136,8 +136,8 @@ impl<S: Store + 'static> Engine<S> {
     /// #   me: narad_engine::Principal, sid: String, run: String) -> Result<(), narad_engine::EngineError> {
     /// use narad_engine::{EventScope, Span, SpanEnd};
     /// let at = EventScope::Run(run);
-    /// let span = engine.start_span(&me, &sid, at.clone(), Span::new("llm.call")).await?;
-    /// engine.trace_event(&me, &sid, at.clone(), Some(&span), "llm.first_token", Map::new()).await?;
+    /// let span = engine.start_span(&me, &sid, &at, Span::new("llm.call")).await?;
+    /// engine.trace_event(&me, &sid, &at, Some(&span), "llm.first_token", Map::new()).await?;
     /// engine.end_span(&me, &sid, at, &span, SpanEnd::ok().duration_ms(840)).await?;
     /// # use serde_json::Map;
     /// # Ok(()) }
@@ -146,16 +146,19 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         span: Span,
     ) -> Result<String, EngineError> {
+        let scope: EventScope = scope.into();
         let id = span
             .span_id
             .clone()
             .unwrap_or_else(|| self.inner.ids.next_id("span"));
         let mut body = body_of(&span)?;
         body.insert("spanId".into(), id.clone().into());
-        self.append_body(p, session_id, "trace.span.started", &scope, body)
+        // The id is what an idempotency key records (see `add_asset`).
+        let (id, _) = self
+            .append_body_with(p, session_id, "trace.span.started", &scope, body, id)
             .await?;
         Ok(id)
     }
@@ -167,10 +170,11 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         span_id: &str,
         end: SpanEnd,
     ) -> Result<StoredEvent, EngineError> {
+        let scope: EventScope = scope.into();
         let mut body = body_of(&end)?;
         body.insert("spanId".into(), span_id.into());
         self.append_body(p, session_id, "trace.span.completed", &scope, body)
@@ -183,11 +187,12 @@ impl<S: Store + 'static> Engine<S> {
         &self,
         p: &Principal,
         session_id: &str,
-        scope: EventScope,
+        scope: impl Into<EventScope>,
         span_id: Option<&str>,
         name: impl Into<String>,
         attributes: Map<String, Value>,
     ) -> Result<StoredEvent, EngineError> {
+        let scope: EventScope = scope.into();
         let mut body = Map::new();
         body.insert("name".into(), name.into().into());
         if let Some(s) = span_id {
