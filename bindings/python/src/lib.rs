@@ -7,6 +7,24 @@
 //! The core commands are methods of `NativeEngine`; the session lifecycle,
 //! the typed recording commands and the streams live in their own modules.
 
+/// Runs `$call` on the engine `$e`, or, with an idempotency key, on the
+/// engine's [`narad_engine::Idempotent`] handle for that key (same method,
+/// same arguments: a retry answers the recorded result).
+macro_rules! keyed {
+    ($e:ident, $key:ident, |$h:ident| $call:expr) => {
+        match $key {
+            Some(k) => {
+                let $h = $e.idempotent(k);
+                $call.await
+            }
+            None => {
+                let $h = &$e;
+                $call.await
+            }
+        }
+    };
+}
+
 mod bench;
 mod bridge;
 mod conv;
@@ -131,7 +149,7 @@ impl NativeEngine {
         ))
     }
 
-    #[pyo3(signature = (session_id = None, profiles = None, workspace_id = None, labels = BTreeMap::new()))]
+    #[pyo3(signature = (session_id = None, profiles = None, workspace_id = None, labels = BTreeMap::new(), key = None))]
     fn create_session<'py>(
         &self,
         py: Python<'py>,
@@ -139,6 +157,7 @@ impl NativeEngine {
         profiles: Option<String>,
         workspace_id: Option<String>,
         labels: BTreeMap<String, String>,
+        key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         awaitable!(self, py, |e, p| {
             let new = NewSession {
@@ -146,26 +165,37 @@ impl NativeEngine {
                 profiles: protocol::profiles(profiles)?,
                 workspace_id,
             };
-            protocol::create_session(&e, &p, new, labels).await
+            match key {
+                None => protocol::create_session(&e, &p, new, labels).await,
+                Some(_) if !labels.is_empty() => Err(protocol::invalid(
+                    "a keyed create_session takes no labels; set them with set_labels",
+                )),
+                Some(k) => e.idempotent(k).create_session(&p, new).await,
+            }
         })
     }
 
-    #[pyo3(signature = (session_id, content, message_id = None))]
+    #[pyo3(signature = (session_id, content, message_id = None, key = None))]
     fn message<'py>(
         &self,
         py: Python<'py>,
         session_id: String,
         content: Bound<'py, PyAny>,
         message_id: Option<String>,
+        key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let content = value(&content)?;
-        awaitable!(self, py, |e, p| match message_id {
-            Some(id) => e.message_with_id(&p, &session_id, &id, content).await,
-            None => e.message(&p, &session_id, content).await,
+        awaitable!(self, py, |e, p| match (message_id, key) {
+            (Some(_), Some(_)) => Err(protocol::invalid(
+                "give message_id or idempotency_key, not both",
+            )),
+            (Some(id), None) => e.message_with_id(&p, &session_id, &id, content).await,
+            (None, key) => keyed!(e, key, |h| h.message(&p, &session_id, content)),
         })
     }
 
-    #[pyo3(signature = (session_id, event_type, scope, scope_id, body))]
+    #[pyo3(signature = (session_id, event_type, scope, scope_id, body, key = None))]
+    #[allow(clippy::too_many_arguments)]
     fn append<'py>(
         &self,
         py: Python<'py>,
@@ -174,16 +204,23 @@ impl NativeEngine {
         scope: String,
         scope_id: Option<String>,
         body: Bound<'py, PyAny>,
+        key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let body = value(&body)?;
         awaitable!(self, py, |e, p| {
             let scope = protocol::scope(&scope, scope_id)?;
-            let ev = e.append(&p, &session_id, &event_type, scope, body).await?;
+            let ev = keyed!(e, key, |h| h.append(
+                &p,
+                &session_id,
+                &event_type,
+                scope,
+                body
+            ))?;
             Ok::<_, EngineError>(Raw(ev.bytes))
         })
     }
 
-    #[pyo3(signature = (session_id, run_id = None, parent_run_id = None, workflow_id = None, client_executor_id = None, queue = false))]
+    #[pyo3(signature = (session_id, run_id = None, parent_run_id = None, workflow_id = None, client_executor_id = None, queue = false, key = None))]
     #[allow(clippy::too_many_arguments)]
     fn start_run<'py>(
         &self,
@@ -194,6 +231,7 @@ impl NativeEngine {
         workflow_id: Option<String>,
         client_executor_id: Option<String>,
         queue: bool,
+        key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let args = RunArgs {
             run_id,
@@ -206,7 +244,8 @@ impl NativeEngine {
             &e,
             &p,
             &session_id,
-            args
+            args,
+            key
         )
         .await)
     }
@@ -215,20 +254,25 @@ impl NativeEngine {
         awaitable!(self, py, |e, p| e.drain_queue(&p, &session_id).await)
     }
 
-    #[pyo3(signature = (session_id, workflow_id = None, default_client_executor_id = None))]
+    #[pyo3(signature = (session_id, workflow_id = None, default_client_executor_id = None, key = None))]
     fn start_workflow<'py>(
         &self,
         py: Python<'py>,
         session_id: String,
         workflow_id: Option<String>,
         default_client_executor_id: Option<String>,
+        key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| e
-            .start_workflow(&p, &session_id, workflow_id, default_client_executor_id)
-            .await)
+        awaitable!(self, py, |e, p| keyed!(e, key, |h| h.start_workflow(
+            &p,
+            &session_id,
+            workflow_id,
+            default_client_executor_id
+        )))
     }
 
-    #[pyo3(signature = (session_id, run_id, tool_name, args, client = false))]
+    #[pyo3(signature = (session_id, run_id, tool_name, args, client = false, key = None))]
+    #[allow(clippy::too_many_arguments)]
     fn start_tool_call<'py>(
         &self,
         py: Python<'py>,
@@ -237,18 +281,28 @@ impl NativeEngine {
         tool_name: String,
         args: Bound<'py, PyAny>,
         client: bool,
+        key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let args = value(&args)?;
-        awaitable!(self, py, |e, p| if client {
-            e.start_client_tool_call(&p, &session_id, &run_id, &tool_name, args)
-                .await
-        } else {
-            e.start_tool_call(&p, &session_id, &run_id, &tool_name, args)
-                .await
+        awaitable!(self, py, |e, p| match (client, key) {
+            (true, Some(_)) => Err(protocol::invalid(
+                "a client tool call takes no idempotency key",
+            )),
+            (true, None) => {
+                e.start_client_tool_call(&p, &session_id, &run_id, &tool_name, args)
+                    .await
+            }
+            (false, key) => keyed!(e, key, |h| h.start_tool_call(
+                &p,
+                &session_id,
+                &run_id,
+                &tool_name,
+                args
+            )),
         })
     }
 
-    #[pyo3(signature = (session_id, tool_call_id, outcome, response, code = None, message = None))]
+    #[pyo3(signature = (session_id, tool_call_id, outcome, response, code = None, message = None, key = None))]
     #[allow(clippy::too_many_arguments)]
     fn finish_tool_call<'py>(
         &self,
@@ -259,16 +313,22 @@ impl NativeEngine {
         response: Bound<'py, PyAny>,
         code: Option<String>,
         message: Option<String>,
+        key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let response = value(&response)?;
         awaitable!(self, py, |e, p| {
             let out = protocol::outcome(&outcome, response, code, message)?;
-            e.finish_tool_call(&p, &session_id, &tool_call_id, out)
-                .await
+            keyed!(e, key, |h| h.finish_tool_call(
+                &p,
+                &session_id,
+                &tool_call_id,
+                out
+            ))
         })
     }
 
-    #[pyo3(signature = (session_id, run_id, reason, automatic = false, retry_at = None))]
+    #[pyo3(signature = (session_id, run_id, reason, automatic = false, retry_at = None, key = None))]
+    #[allow(clippy::too_many_arguments)]
     fn pause_run<'py>(
         &self,
         py: Python<'py>,
@@ -277,33 +337,47 @@ impl NativeEngine {
         reason: String,
         automatic: bool,
         retry_at: Option<f64>,
+        key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         awaitable!(self, py, |e, p| match retry_at {
             Some(t) => {
                 let at = host::posix(t)?;
-                e.pause_run_until(&p, &session_id, &run_id, &reason, at)
-                    .await
+                keyed!(e, key, |h| h.pause_run_until(
+                    &p,
+                    &session_id,
+                    &run_id,
+                    &reason,
+                    at
+                ))
             }
-            None => {
-                e.pause_run(&p, &session_id, &run_id, &reason, automatic)
-                    .await
-            }
+            None => keyed!(e, key, |h| h.pause_run(
+                &p,
+                &session_id,
+                &run_id,
+                &reason,
+                automatic
+            )),
         })
     }
 
+    #[pyo3(signature = (session_id, run_id, wait_id, key = None))]
     fn resume_run<'py>(
         &self,
         py: Python<'py>,
         session_id: String,
         run_id: String,
         wait_id: String,
+        key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| e
-            .resume_run(&p, &session_id, &run_id, &wait_id)
-            .await)
+        awaitable!(self, py, |e, p| keyed!(e, key, |h| h.resume_run(
+            &p,
+            &session_id,
+            &run_id,
+            &wait_id
+        )))
     }
 
-    #[pyo3(signature = (session_id, run_id, status, usage = None, artifact_ids = Vec::new(), code = None, message = None))]
+    #[pyo3(signature = (session_id, run_id, status, usage = None, artifact_ids = Vec::new(), code = None, message = None, key = None))]
     #[allow(clippy::too_many_arguments)]
     fn end_run<'py>(
         &self,
@@ -315,27 +389,31 @@ impl NativeEngine {
         artifact_ids: Vec<String>,
         code: Option<String>,
         message: Option<String>,
+        key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let usage = opt_value(usage.as_ref())?;
         awaitable!(self, py, |e, p| {
             let t = protocol::terminal(&status, usage, artifact_ids, code, message)?;
-            e.end_run(&p, &session_id, &run_id, t).await
+            keyed!(e, key, |h| h.end_run(&p, &session_id, &run_id, t))
         })
     }
 
-    #[pyo3(signature = (session_id, run_id = None))]
+    #[pyo3(signature = (session_id, run_id = None, key = None))]
     fn stop<'py>(
         &self,
         py: Python<'py>,
         session_id: String,
         run_id: Option<String>,
+        key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| e
-            .stop(&p, &session_id, protocol::stop_target(run_id))
-            .await)
+        awaitable!(self, py, |e, p| keyed!(e, key, |h| h.stop(
+            &p,
+            &session_id,
+            protocol::stop_target(run_id)
+        )))
     }
 
-    #[pyo3(signature = (session_id, scope, scope_id, kind, actions, input = None, expires_at = None, title = None))]
+    #[pyo3(signature = (session_id, scope, scope_id, kind, actions, input = None, expires_at = None, title = None, key = None))]
     #[allow(clippy::too_many_arguments)]
     fn request_interrupt<'py>(
         &self,
@@ -348,15 +426,17 @@ impl NativeEngine {
         input: Option<Bound<'py, PyAny>>,
         expires_at: Option<f64>,
         title: Option<String>,
+        key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let input = opt_value(input.as_ref())?;
         awaitable!(self, py, |e, p| {
             let i = protocol::interrupt(&scope, scope_id, kind, actions, input, expires_at, title)?;
-            e.request_interrupt(&p, &session_id, i).await
+            keyed!(e, key, |h| h.request_interrupt(&p, &session_id, i))
         })
     }
 
-    #[pyo3(signature = (interrupt_id, decision, reason = None, expected_revision = None, members = None))]
+    #[pyo3(signature = (interrupt_id, decision, reason = None, expected_revision = None, members = None, key = None))]
+    #[allow(clippy::too_many_arguments)]
     fn resolve_interrupt<'py>(
         &self,
         py: Python<'py>,
@@ -365,13 +445,13 @@ impl NativeEngine {
         reason: Option<String>,
         expected_revision: Option<u64>,
         members: Option<Bound<'py, PyAny>>,
+        key: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let members = opt_value(members.as_ref())?;
         let r = protocol::resolve(interrupt_id, decision, reason, expected_revision, members);
-        awaitable!(self, py, |e, p| e
-            .resolve_interrupt(&p, r)
-            .await
-            .map(|r| r.session_id))
+        awaitable!(self, py, |e, p| keyed!(e, key, |h| h
+            .resolve_interrupt(&p, r))
+        .map(|r| r.session_id))
     }
 
     fn expire_due<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

@@ -126,12 +126,14 @@ pub struct RunArgs {
     pub queue: bool,
 }
 
-/// Starts (or queues) a run: `(running, run_id)`.
+/// Starts (or queues) a run, under an idempotency `key` when given:
+/// `(running, run_id)`.
 pub async fn start_run(
     e: &Eng,
     p: &Principal,
     sid: &str,
     a: RunArgs,
+    key: Option<String>,
 ) -> Result<(bool, String), EngineError> {
     let start = StartRun {
         run_id: a.run_id,
@@ -140,7 +142,11 @@ pub async fn start_run(
         client_executor_id: a.client_executor_id,
         queue_if_busy: a.queue,
     };
-    Ok(match e.start_run(p, sid, start).await? {
+    let started = match key {
+        Some(k) => e.idempotent(k).start_run(p, sid, start).await?,
+        None => e.start_run(p, sid, start).await?,
+    };
+    Ok(match started {
         Started::Running(r) => (true, r),
         Started::Queued(r) => (false, r),
     })

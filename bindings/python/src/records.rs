@@ -45,7 +45,7 @@ fn kind(s: &str) -> Result<DocumentKind, EngineError> {
 
 /// `progress.recorded` on a run; returns the `progressId`.
 #[pyfunction]
-#[pyo3(signature = (engine, session_id, run_id, category, label, progress_id = None, status_name = "active".to_owned(), privacy_name = "public".to_owned(), detail = None))]
+#[pyo3(signature = (engine, session_id, run_id, category, label, progress_id = None, status_name = "active".to_owned(), privacy_name = "public".to_owned(), detail = None, key = None))]
 #[allow(clippy::too_many_arguments)]
 fn record_progress<'py>(
     py: Python<'py>,
@@ -58,6 +58,7 @@ fn record_progress<'py>(
     status_name: String,
     privacy_name: String,
     detail: Option<String>,
+    key: Option<String>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
     spawn(py, async move {
@@ -70,12 +71,13 @@ fn record_progress<'py>(
         if let Some(d) = detail {
             pr = pr.detail(d);
         }
-        e.record_progress(&p, &session_id, &run_id, pr).await
+        keyed!(e, key, |h| h.record_progress(&p, &session_id, &run_id, pr))
     })
 }
 
 /// Replaces a state or UI document; returns its new revision.
 #[pyfunction]
+#[pyo3(signature = (engine, session_id, kind_name, scope, scope_id, document, key = None))]
 #[allow(clippy::too_many_arguments)]
 fn put_document<'py>(
     py: Python<'py>,
@@ -85,19 +87,21 @@ fn put_document<'py>(
     scope: String,
     scope_id: Option<String>,
     document: Bound<'py, PyAny>,
+    key: Option<String>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
     let v = value(&document)?;
     spawn(py, async move {
         let scope = protocol::scope(&scope, scope_id)?;
-        e.put_document(&p, &session_id, kind(&kind_name)?, scope, v)
-            .await
+        let k = kind(&kind_name)?;
+        keyed!(e, key, |h| h.put_document(&p, &session_id, k, scope, v))
     })
 }
 
 /// Patches a state or UI document with JSON Patch operations (a list of
 /// `{"op", "path", "value"|"from"}`); returns its new revision.
 #[pyfunction]
+#[pyo3(signature = (engine, session_id, kind_name, scope, scope_id, operations, key = None))]
 #[allow(clippy::too_many_arguments)]
 fn patch_document<'py>(
     py: Python<'py>,
@@ -107,14 +111,21 @@ fn patch_document<'py>(
     scope: String,
     scope_id: Option<String>,
     operations: Bound<'py, PyAny>,
+    key: Option<String>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
     let ops = value(&operations)?;
     spawn(py, async move {
         let patch = patch_of(ops)?;
         let scope = protocol::scope(&scope, scope_id)?;
-        e.patch_document(&p, &session_id, kind(&kind_name)?, scope, patch)
-            .await
+        let k = kind(&kind_name)?;
+        keyed!(e, key, |h| h.patch_document(
+            &p,
+            &session_id,
+            k,
+            scope,
+            patch
+        ))
     })
 }
 
@@ -147,6 +158,8 @@ fn patch_of(ops: Value) -> Result<narad_engine::Patch, EngineError> {
 
 /// A `*.custom` extension event; returns its bytes.
 #[pyfunction]
+#[pyo3(signature = (engine, session_id, scope, scope_id, name, custom, key = None))]
+#[allow(clippy::too_many_arguments)]
 fn record_custom<'py>(
     py: Python<'py>,
     engine: &NativeEngine,
@@ -155,18 +168,27 @@ fn record_custom<'py>(
     scope_id: Option<String>,
     name: String,
     custom: Bound<'py, PyAny>,
+    key: Option<String>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
     let v = value(&custom)?;
     spawn(py, async move {
         let scope = protocol::scope(&scope, scope_id)?;
-        let ev = e.record_custom(&p, &session_id, scope, &name, v).await?;
+        let ev = keyed!(e, key, |h| h.record_custom(
+            &p,
+            &session_id,
+            scope,
+            &name,
+            v
+        ))?;
         Ok::<_, EngineError>(Raw(ev.bytes))
     })
 }
 
 /// A `*.raw` extension event; returns its bytes.
 #[pyfunction]
+#[pyo3(signature = (engine, session_id, scope, scope_id, content_type, payload, key = None))]
+#[allow(clippy::too_many_arguments)]
 fn record_raw<'py>(
     py: Python<'py>,
     engine: &NativeEngine,
@@ -175,13 +197,18 @@ fn record_raw<'py>(
     scope_id: Option<String>,
     content_type: String,
     payload: String,
+    key: Option<String>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
     spawn(py, async move {
         let scope = protocol::scope(&scope, scope_id)?;
-        let ev = e
-            .record_raw(&p, &session_id, scope, &content_type, &payload)
-            .await?;
+        let ev = keyed!(e, key, |h| h.record_raw(
+            &p,
+            &session_id,
+            scope,
+            &content_type,
+            &payload
+        ))?;
         Ok::<_, EngineError>(Raw(ev.bytes))
     })
 }

@@ -167,11 +167,13 @@ async fn an_append_whose_connection_dies_is_applied_exactly_once_on_redelivery()
     let mut killed = 0;
     // Bounded wait (30 s): a loaded machine may take a while to reach the lock.
     for _ in 0..1500 {
+        // Only this test's schema: the three-process test in this binary
+        // runs at once, and its appends wait on their own head rows.
         let row = blocker
             .query_one(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-                 WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO%heads%' AND pid <> pg_backend_pid()",
-                &[],
+                 WHERE wait_event_type = 'Lock' AND query LIKE $1 AND pid <> pg_backend_pid()",
+                &[&format!("%INSERT INTO {schema}.heads%")],
             )
             .await
             .unwrap();
@@ -180,6 +182,23 @@ async fn an_append_whose_connection_dies_is_applied_exactly_once_on_redelivery()
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    if killed != 1 {
+        // What every other backend was doing, for the failure report.
+        for r in blocker
+            .query(
+                "SELECT pid, coalesce(state, ''), coalesce(wait_event_type, ''),
+                        coalesce(wait_event, ''), left(coalesce(query, ''), 120)
+                 FROM pg_stat_activity WHERE pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .unwrap()
+        {
+            let (pid, state, wtype, wait, q): (i32, String, String, String, String) =
+                (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
+            eprintln!("backend {pid}: {state} {wtype}/{wait}: {q}");
+        }
     }
     assert_eq!(killed, 1, "the append never waited on the lock");
     blocker.batch_execute("ROLLBACK").await.unwrap();

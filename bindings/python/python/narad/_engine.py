@@ -277,37 +277,48 @@ class Engine(_LifecycleMixin, _RecordsMixin):
     async def create_session(self, session_id: Optional[str] = None, *,
                              profiles: Union[None, str, Iterable[str]] = None,
                              workspace_id: Optional[str] = None,
-                             labels: Optional[Dict[str, str]] = None) -> str:
+                             labels: Optional[Dict[str, str]] = None,
+                             idempotency_key: Optional[str] = None) -> str:
         """Creates a session (profiles fixed for its life; default: all),
-        with host ``labels`` the session index filters on. Returns its id."""
+        with host ``labels`` the session index filters on. Returns its id.
+
+        Every command takes ``idempotency_key``: a retry under the same key
+        (after a crash, a timeout or a restart) appends nothing and returns
+        the original result; the same key with another request raises
+        ``idempotency_conflict``. The key is recorded in the store with the
+        command's events."""
         if profiles is not None and not isinstance(profiles, str):
             profiles = ",".join(profiles)
-        return await self._native.create_session(session_id, profiles, workspace_id, dict(labels or {}))
+        return await self._native.create_session(session_id, profiles, workspace_id, dict(labels or {}),
+                                                 idempotency_key)
 
-    async def message(self, session_id: str, text: Any, *, message_id: Optional[str] = None) -> str:
+    async def message(self, session_id: str, text: Any, *, message_id: Optional[str] = None,
+                      idempotency_key: Optional[str] = None) -> str:
         """Records a user message (``message.user.recorded``). Returns its
         ``messageId``. A caller-chosen ``message_id`` is an idempotency key:
         a retry with the same id and text appends nothing; other text is
         refused (``idempotency_conflict``)."""
-        return await self._native.message(session_id, text, message_id)
+        return await self._native.message(session_id, text, message_id, idempotency_key)
 
     async def append(self, session_id: str, event_type: str, body: Optional[Dict[str, Any]] = None, *,
-                     run_id: Optional[str] = None, workflow_id: Optional[str] = None) -> AttachItem:
+                     run_id: Optional[str] = None, workflow_id: Optional[str] = None,
+                     idempotency_key: Optional[str] = None) -> AttachItem:
         """Appends one event of any active profile at session, run or workflow scope."""
         scope, sid = ("run", run_id) if run_id else ("workflow", workflow_id) if workflow_id else ("session", None)
-        raw = await self._native.append(session_id, event_type, scope, sid, body or {})
+        raw = await self._native.append(session_id, event_type, scope, sid, body or {}, idempotency_key)
         return AttachItem._of(raw)
 
     # Runs
 
     async def start_run(self, session_id: str, *, run_id: Optional[str] = None,
                         parent_run_id: Optional[str] = None, workflow_id: Optional[str] = None,
-                        client_executor_id: Optional[str] = None, queue: bool = False) -> StartedRun:
+                        client_executor_id: Optional[str] = None, queue: bool = False,
+                        idempotency_key: Optional[str] = None) -> StartedRun:
         """Starts a run and returns its id. When the session slot is busy it
         raises :class:`SessionBusyError`, unless ``queue=True``: then the
         start is queued durably and the id comes back with ``.queued``."""
         running, rid = await self._native.start_run(
-            session_id, run_id, parent_run_id, workflow_id, client_executor_id, queue)
+            session_id, run_id, parent_run_id, workflow_id, client_executor_id, queue, idempotency_key)
         return StartedRun(rid, not running)
 
     async def drain_queue(self, session_id: str) -> None:
@@ -315,47 +326,57 @@ class Engine(_LifecycleMixin, _RecordsMixin):
         await self._native.drain_queue(session_id)
 
     async def start_workflow(self, session_id: str, workflow_id: Optional[str] = None, *,
-                             default_client_executor_id: Optional[str] = None) -> str:
+                             default_client_executor_id: Optional[str] = None,
+                             idempotency_key: Optional[str] = None) -> str:
         """Starts a workflow (it holds the session slot). Returns its id."""
-        return await self._native.start_workflow(session_id, workflow_id, default_client_executor_id)
+        return await self._native.start_workflow(session_id, workflow_id, default_client_executor_id,
+                                                 idempotency_key)
 
     async def pause_run(self, session_id: str, run_id: str, reason: str, *, automatic: bool = False,
-                        retry_at: Union[None, float, _dt.datetime] = None) -> str:
+                        retry_at: Union[None, float, _dt.datetime] = None,
+                        idempotency_key: Optional[str] = None) -> str:
         """Pauses a run without an interrupt. Returns the ``waitId``. With
         ``retry_at`` (a POSIX time or datetime) the pause is automatic and
         :meth:`fire_due_timers` resumes the run then (``pause_run_until``)."""
-        return await self._native.pause_run(session_id, run_id, reason, automatic, _posix(retry_at))
+        return await self._native.pause_run(session_id, run_id, reason, automatic, _posix(retry_at),
+                                            idempotency_key)
 
-    async def resume_run(self, session_id: str, run_id: str, wait_id: str) -> None:
+    async def resume_run(self, session_id: str, run_id: str, wait_id: str, *,
+                         idempotency_key: Optional[str] = None) -> None:
         """Resumes a paused run (``wait_id`` of its active pause)."""
-        await self._native.resume_run(session_id, run_id, wait_id)
+        await self._native.resume_run(session_id, run_id, wait_id, idempotency_key)
 
     async def end_run(self, session_id: str, run_id: str, *, status: str = "finished",
                       usage: Optional[Dict[str, Any]] = None, artifact_ids: Sequence[str] = (),
-                      code: Optional[str] = None, message: Optional[str] = None) -> None:
+                      code: Optional[str] = None, message: Optional[str] = None,
+                      idempotency_key: Optional[str] = None) -> None:
         """Ends a run: ``status`` is ``finished``, ``error`` (needs ``code``)
         or ``cancelled``. Open work must be closed first (``open_work``)."""
         await self._native.end_run(session_id, run_id, status, usage, list(artifact_ids),
-                                   code, message)
+                                   code, message, idempotency_key)
 
-    async def stop(self, session_id: str, run_id: Optional[str] = None) -> str:
+    async def stop(self, session_id: str, run_id: Optional[str] = None, *,
+                   idempotency_key: Optional[str] = None) -> str:
         """Stops a run (default: the active root) and closes its open work in
         one batch. Returns the stopped run's id."""
-        return await self._native.stop(session_id, run_id)
+        return await self._native.stop(session_id, run_id, idempotency_key)
 
     # Tool calls
 
     async def start_tool_call(self, session_id: str, run_id: str, tool_name: str,
-                              args: Optional[Dict[str, Any]] = None, *, client: bool = False) -> str:
+                              args: Optional[Dict[str, Any]] = None, *, client: bool = False,
+                              idempotency_key: Optional[str] = None) -> str:
         """Starts a backend tool call (or, with ``client=True``, a client
         tool call on a run bound to an executor). Returns its ``toolCallId``."""
-        return await self._native.start_tool_call(session_id, run_id, tool_name, args or {}, client)
+        return await self._native.start_tool_call(session_id, run_id, tool_name, args or {}, client,
+                                                  idempotency_key)
 
     async def finish_tool_call(self, session_id: str, tool_call_id: str, response: Any = None, *,
                                outcome: str = "success", code: Optional[str] = None,
-                               message: Optional[str] = None) -> None:
+                               message: Optional[str] = None, idempotency_key: Optional[str] = None) -> None:
         """Finishes a tool call exactly once: ``success``, ``error`` or ``cancelled``."""
-        await self._native.finish_tool_call(session_id, tool_call_id, outcome, response, code, message)
+        await self._native.finish_tool_call(session_id, tool_call_id, outcome, response, code, message,
+                                            idempotency_key)
 
     # Interrupts
 
@@ -364,21 +385,23 @@ class Engine(_LifecycleMixin, _RecordsMixin):
                                 actions: Sequence[str] = ("approve", "deny"),
                                 input: Optional[Dict[str, Any]] = None,
                                 expires_at: Union[None, float, _dt.datetime] = None,
-                                title: Optional[str] = None) -> Tuple[str, str]:
+                                title: Optional[str] = None,
+                                idempotency_key: Optional[str] = None) -> Tuple[str, str]:
         """Requests an interrupt on a run (or a workflow); the run pauses in
         the same batch. Returns ``(interrupt_id, wait_id)``."""
         scope, sid = ("workflow", workflow_id) if workflow_id else ("run", run_id)
         if sid is None:
             raise TypeError("request_interrupt needs run_id or workflow_id")
         iid, wait = await self._native.request_interrupt(
-            session_id, scope, sid, kind, list(actions), input, _posix(expires_at), title)
+            session_id, scope, sid, kind, list(actions), input, _posix(expires_at), title, idempotency_key)
         return iid, wait
 
     async def resolve_interrupt(self, interrupt_id: str, decision: str, *, reason: Optional[str] = None,
                                 expected_revision: Optional[int] = None,
-                                members: Optional[Any] = None) -> str:
+                                members: Optional[Any] = None, idempotency_key: Optional[str] = None) -> str:
         """``resolve-interrupt`` by id alone; the run resumes. Returns the session id."""
-        return await self._native.resolve_interrupt(interrupt_id, decision, reason, expected_revision, members)
+        return await self._native.resolve_interrupt(interrupt_id, decision, reason, expected_revision, members,
+                                                    idempotency_key)
 
     async def expire_due(self) -> List[str]:
         """Resolves every interrupt whose expiry passed as ``expired``."""

@@ -198,40 +198,46 @@ class _RecordsMixin:
 
     async def record_progress(self, session_id: str, run_id: str, category: str, label: str, *,
                               progress_id: Optional[str] = None, status: str = "active",
-                              privacy: str = "public", detail: Optional[str] = None) -> str:
+                              privacy: str = "public", detail: Optional[str] = None,
+                              idempotency_key: Optional[str] = None) -> str:
         """``progress.recorded`` on a run; returns the ``progressId`` (pass
         it again to update the same item, e.g. ``status="completed"``)."""
         return await _native.record_progress(self._native, session_id, run_id, category, label, progress_id,
-                                             status, privacy, detail)
+                                             status, privacy, detail, idempotency_key)
 
     async def put_document(self, session_id: str, value: Any, *, kind: str = "state",
-                           run_id: Optional[str] = None, workflow_id: Optional[str] = None) -> int:
+                           run_id: Optional[str] = None, workflow_id: Optional[str] = None,
+                           idempotency_key: Optional[str] = None) -> int:
         """Replaces a ``state`` or ``ui`` document at session, run or
         workflow scope; returns its new revision."""
         scope, sid = _scope(run_id, workflow_id)
-        return await _native.put_document(self._native, session_id, kind, scope, sid, value)
+        return await _native.put_document(self._native, session_id, kind, scope, sid, value, idempotency_key)
 
     async def patch_document(self, session_id: str, operations: Sequence[Dict[str, Any]], *,
                              kind: str = "state", run_id: Optional[str] = None,
-                             workflow_id: Optional[str] = None) -> int:
+                             workflow_id: Optional[str] = None, idempotency_key: Optional[str] = None) -> int:
         """Patches a document with JSON Patch operations
         (``{"op": "replace", "path": "/step", "value": 2}``); returns its new
         revision. A patch that does not apply is refused (``patch_failed``)."""
         scope, sid = _scope(run_id, workflow_id)
-        return await _native.patch_document(self._native, session_id, kind, scope, sid, list(operations))
+        return await _native.patch_document(self._native, session_id, kind, scope, sid, list(operations),
+                                            idempotency_key)
 
     async def record_custom(self, session_id: str, name: str, value: Any, *, run_id: Optional[str] = None,
-                            workflow_id: Optional[str] = None) -> Dict[str, Any]:
+                            workflow_id: Optional[str] = None, idempotency_key: Optional[str] = None) -> Dict[str, Any]:
         """A ``*.custom`` extension event (``name`` dotted lowercase, e.g.
         ``acme.note``); returns the stored event."""
         scope, sid = _scope(run_id, workflow_id)
-        return json.loads(await _native.record_custom(self._native, session_id, scope, sid, name, value))
+        return json.loads(await _native.record_custom(self._native, session_id, scope, sid, name, value,
+                                                      idempotency_key))
 
     async def record_raw(self, session_id: str, content_type: str, payload: str, *,
-                         run_id: Optional[str] = None, workflow_id: Optional[str] = None) -> Dict[str, Any]:
+                         run_id: Optional[str] = None, workflow_id: Optional[str] = None,
+                         idempotency_key: Optional[str] = None) -> Dict[str, Any]:
         """A ``*.raw`` extension event with an encoded payload; returns the stored event."""
         scope, sid = _scope(run_id, workflow_id)
-        return json.loads(await _native.record_raw(self._native, session_id, scope, sid, content_type, payload))
+        return json.loads(await _native.record_raw(self._native, session_id, scope, sid, content_type, payload,
+                                                   idempotency_key))
 
     async def say(self, session_id: str, text: str, *, run_id: Optional[str] = None,
                   workflow_id: Optional[str] = None) -> str:
