@@ -287,7 +287,7 @@ impl<S: Store + 'static> Engine<S> {
             .await?;
         // No tool call, open interrupt or ended run: nothing to fold.
         let ended = s.runs.values().any(|r| r.state.is_terminal());
-        if s.tools.is_empty() && s.interrupts.is_empty() && !ended {
+        if s.tools.is_empty() && s.interrupts.is_empty() && !ended && !s.has_orphan_reasoning() {
             return Ok(s);
         }
         let (mut cursor, mut details) = match cached {

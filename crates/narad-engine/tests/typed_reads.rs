@@ -390,3 +390,51 @@ async fn tool_interrupt_and_usage_details_read_typed_on_sqlite() {
         .unwrap();
     details_through_state(s).await;
 }
+
+/// §9.2: reasoning of a turn whose final text lands on a later message id
+/// (an approval resume) is kept, joined to that later message; reasoning
+/// with no later message yet stands as an entry of its own.
+#[tokio::test]
+async fn reasoning_whose_message_never_appeared_is_kept_in_the_view() {
+    let d = tempfile::tempdir().unwrap();
+    let e = engine(d.path()).await;
+    let sid = session(&e).await;
+    e.message(&me(), &sid, "Book it").await.unwrap();
+    let run = e.start_run(&me(), &sid, StartRun::new()).await.unwrap();
+    let run = run.run_id().to_owned();
+    let at = EventScope::run(&run);
+    // Reasoning for an attempt (msg-a) whose text never starts.
+    let r = e
+        .start_reasoning(&me(), &sid, &at, None, Some("msg-a".into()))
+        .await
+        .unwrap();
+    r.delta("check the fare").await.unwrap();
+    r.complete().await.unwrap();
+    let view = e.state(&me(), &sid).await.unwrap().transcript_view(true);
+    let last = view.last().unwrap();
+    assert_eq!((last.message_id.as_str(), last.text.as_str()), ("msg-a", ""));
+    assert_eq!(last.reasoning, ["check the fare"]);
+    // The resumed delivery writes the final text on a later id.
+    let t = e
+        .start_text(
+            &me(),
+            &sid,
+            &at,
+            TextOptions {
+                message_id: Some("msg-b".into()),
+                ..TextOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    t.delta("Booked.").await.unwrap();
+    t.complete().await.unwrap();
+    let view = e.state(&me(), &sid).await.unwrap().transcript_view(true);
+    assert_eq!(view.len(), 2, "the user message and the reply: {view:?}");
+    assert_eq!(view[1].message_id, "msg-b");
+    assert_eq!(view[1].reasoning, ["check the fare"]);
+    // Without reasoning, nothing of it shows.
+    let plain = e.state(&me(), &sid).await.unwrap().transcript_view(false);
+    assert!(plain.iter().all(|m| m.reasoning.is_empty()));
+    assert_eq!(plain.len(), 2);
+}

@@ -49,6 +49,8 @@ struct Fact {
     expires_at: Option<String>,
     #[serde(default)]
     usage: Option<Usage>,
+    #[serde(default)]
+    reasoning_id: Option<String>,
 }
 
 #[derive(Default, Clone, Debug)]
@@ -72,6 +74,11 @@ pub(crate) struct Details {
     tools: BTreeMap<String, ToolFacts>,
     requests: BTreeMap<String, RequestFacts>,
     usage: UsageTotals,
+    /// Transcript messages begun so far (the index the next one takes).
+    messages_seen: usize,
+    /// Per reasoning stream, the messages begun before it: where a stream
+    /// whose message never appeared belongs in the transcript.
+    reasoning_after: BTreeMap<String, usize>,
 }
 
 impl Details {
@@ -96,6 +103,9 @@ impl Details {
                     | "run.finished"
                     | "run.error"
                     | "run.cancelled"
+                    | "message.user.recorded"
+                    | "message.text.started"
+                    | "reasoning.started"
             )
         });
         if !folded {
@@ -147,6 +157,14 @@ impl Details {
                     self.usage.add(&run, &u);
                 }
             }
+            // Each begins one transcript message (the checker refuses a
+            // repeated id), in the order the transcript holds them.
+            "message.user.recorded" | "message.text.started" => self.messages_seen += 1,
+            "reasoning.started" => {
+                if let Some(id) = f.reasoning_id {
+                    self.reasoning_after.insert(id, self.messages_seen);
+                }
+            }
             _ => {}
         }
     }
@@ -167,6 +185,7 @@ impl Details {
             }
         }
         state.usage.clone_from(&self.usage);
+        state.reasoning_after.clone_from(&self.reasoning_after);
     }
 }
 

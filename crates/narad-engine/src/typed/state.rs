@@ -135,9 +135,9 @@ pub struct TranscriptState {
 /// `interrupts` (the open ones, with the details of their request),
 /// `usage` (totals), and on each tool call its `name`, `argsSummary` and
 /// `result`. The details the checker does not keep are folded from the
-/// session's journal ([`SessionState::with_journal`]), which
-/// [`Engine::state`](crate::Engine::state) does on every read: its cost
-/// grows with the journal, while `state_json` answers from memory.
+/// session's journal ([`SessionState::with_journal`]);
+/// [`Engine::state`](crate::Engine::state) folds it once and then only the
+/// events appended since, while `state_json` answers from memory.
 ///
 /// # The layout of `state_json`
 ///
@@ -189,6 +189,11 @@ pub struct SessionState {
     /// Usage totals (empty in a state read from the checker alone).
     #[serde(default, skip_serializing_if = "UsageTotals::is_empty")]
     pub usage: UsageTotals,
+    /// Per reasoning stream, how many transcript messages began before it
+    /// (folded from the journal): places reasoning whose message never
+    /// appeared ([`SessionState::transcript_view`]).
+    #[serde(skip)]
+    pub(crate) reasoning_after: BTreeMap<String, usize>,
 }
 
 /// One message of a transcript view, with its reasoning joined (§9.2).
@@ -302,45 +307,102 @@ impl SessionState {
     /// messages and those of the last top-level run; a hidden redaction
     /// leaves its message out. `with_reasoning` joins reasoning text
     /// (display-sensitive: leave it out for principals who may not see it).
+    ///
+    /// Reasoning joins the message it names (`messageId`, or `reasoningId`
+    /// `reasoning:{messageId}`). Reasoning whose message never appeared
+    /// (an approval resume that delivered the final text on a later
+    /// message id) is kept, as §9.2 requires: it joins the next assistant
+    /// message begun after it, or, when there is none yet, stands as an
+    /// assistant entry of its own at the end.
     pub fn transcript_view(&self, with_reasoning: bool) -> Vec<TranscriptMessage> {
         let top = self.last_top_run.as_deref();
-        self.transcript
-            .messages
+        let t = &self.transcript;
+        let known: std::collections::BTreeSet<&str> =
+            t.messages.iter().map(|m| m.message_id.as_str()).collect();
+        let joins = |r: &Reasoning, id: &str| {
+            r.message_id.as_deref() == Some(id)
+                || r.reasoning_id.strip_prefix("reasoning:") == Some(id)
+        };
+        // Orphans with their place (messages begun before them), if known.
+        let mut orphans: Vec<(Option<usize>, &Reasoning)> = t
+            .reasoning
             .iter()
-            .filter(|m| match (&m.run_id, &m.root_run_id) {
+            .filter(|r| !known.iter().any(|id| joins(r, id)))
+            .map(|r| (self.reasoning_after.get(&r.reasoning_id).copied(), r))
+            .collect();
+        let mut out = Vec::new();
+        for (i, m) in t.messages.iter().enumerate() {
+            let mut reasoning: Vec<String> = if with_reasoning {
+                t.reasoning
+                    .iter()
+                    .filter(|r| joins(r, &m.message_id))
+                    .map(|r| r.content.clone())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if m.role == "assistant" {
+                // Earlier reasoning of this turn goes first.
+                let (here, rest): (Vec<_>, Vec<_>) = orphans
+                    .into_iter()
+                    .partition(|(after, _)| after.is_some_and(|a| a <= i));
+                orphans = rest;
+                if with_reasoning {
+                    let mut earlier: Vec<String> =
+                        here.iter().map(|(_, r)| r.content.clone()).collect();
+                    earlier.append(&mut reasoning);
+                    reasoning = earlier;
+                }
+            }
+            let shown = match (&m.run_id, &m.root_run_id) {
                 (Some(run), Some(root)) => run == root && Some(run.as_str()) == top,
                 _ => true,
+            };
+            let text = match &m.redacted {
+                None => m.content.clone(),
+                Some(Some(shown)) => shown.clone(),
+                Some(None) => continue,
+            };
+            if !shown {
+                continue;
+            }
+            out.push(TranscriptMessage {
+                message_id: m.message_id.clone(),
+                role: m.role.clone(),
+                text,
+                completed: m.completed,
+                run_id: m.run_id.clone(),
+                reasoning,
+            });
+        }
+        if with_reasoning {
+            for (_, r) in orphans {
+                out.push(TranscriptMessage {
+                    message_id: r
+                        .message_id
+                        .clone()
+                        .unwrap_or_else(|| r.reasoning_id.clone()),
+                    role: "assistant".into(),
+                    text: String::new(),
+                    completed: false,
+                    run_id: None,
+                    reasoning: vec![r.content.clone()],
+                });
+            }
+        }
+        out
+    }
+
+    /// Whether some reasoning names no message of the transcript (its
+    /// place comes from the journal fold).
+    pub(crate) fn has_orphan_reasoning(&self) -> bool {
+        let t = &self.transcript;
+        t.reasoning.iter().any(|r| {
+            !t.messages.iter().any(|m| {
+                r.message_id.as_deref() == Some(m.message_id.as_str())
+                    || r.reasoning_id.strip_prefix("reasoning:") == Some(m.message_id.as_str())
             })
-            .filter_map(|m| {
-                let text = match &m.redacted {
-                    None => m.content.clone(),
-                    Some(Some(shown)) => shown.clone(),
-                    Some(None) => return None,
-                };
-                let joined = format!("reasoning:{}", m.message_id);
-                let reasoning = if with_reasoning {
-                    self.transcript
-                        .reasoning
-                        .iter()
-                        .filter(|r| {
-                            r.message_id.as_deref() == Some(m.message_id.as_str())
-                                || r.reasoning_id == joined
-                        })
-                        .map(|r| r.content.clone())
-                        .collect()
-                } else {
-                    Vec::new()
-                };
-                Some(TranscriptMessage {
-                    message_id: m.message_id.clone(),
-                    role: m.role.clone(),
-                    text,
-                    completed: m.completed,
-                    run_id: m.run_id.clone(),
-                    reasoning,
-                })
-            })
-            .collect()
+        })
     }
 
     /// Open interrupts: `(interruptId, its details)`, in id order.
