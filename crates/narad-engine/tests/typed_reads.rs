@@ -412,7 +412,10 @@ async fn reasoning_whose_message_never_appeared_is_kept_in_the_view() {
     r.complete().await.unwrap();
     let view = e.state(&me(), &sid).await.unwrap().transcript_view(true);
     let last = view.last().unwrap();
-    assert_eq!((last.message_id.as_str(), last.text.as_str()), ("msg-a", ""));
+    assert_eq!(
+        (last.message_id.as_str(), last.text.as_str()),
+        ("msg-a", "")
+    );
     assert_eq!(last.reasoning, ["check the fare"]);
     // The resumed delivery writes the final text on a later id.
     let t = e
