@@ -109,48 +109,36 @@ impl<S: Store + 'static> Engine<S> {
             let mut j = Journal::new(&new_sid, meta.clone());
             let mut interrupts: BTreeMap<String, String> = BTreeMap::new();
             let mut events: Vec<StoredEvent> = Vec::new();
-            let mut cursor = 0u64;
-            while cursor < through {
-                let want = usize::try_from(through - cursor)
-                    .unwrap_or(usize::MAX)
-                    .min(1024);
-                let page = store.read_session(session_id, cursor, want).await?;
-                if page.events.is_empty() {
-                    narad_store::row::advance(session_id, cursor, cursor)?;
-                }
-                for ev in &page.events {
-                    cursor = narad_store::row::advance(
-                        session_id,
-                        cursor,
-                        ev.position.session_sequence,
-                    )?;
-                    let bytes = self.reidentify(&ev.bytes, &new_sid, &mut interrupts)?;
-                    let parsed = j.validator.parse(&bytes).map_err(|e| {
-                        EngineError::InvalidCommand(format!(
-                            "forked event {cursor}: {}",
-                            e.code.as_str()
-                        ))
+            crate::journal::for_each_event(store, session_id, 0, through, 1024, |ev| {
+                let cursor = ev.position.session_sequence;
+                let bytes = self.reidentify(&ev.bytes, &new_sid, &mut interrupts)?;
+                let parsed = j.validator.parse(&bytes).map_err(|e| {
+                    EngineError::InvalidCommand(format!(
+                        "forked event {cursor}: {}",
+                        e.code.as_str()
+                    ))
+                })?;
+                let Parsed::Record {
+                    record: Record::Authority(ae),
+                    ..
+                } = parsed
+                else {
+                    return Err(EngineError::InvalidCommand(format!(
+                        "forked event {cursor} is not an authority event"
+                    )));
+                };
+                j.checker
+                    .push(&Record::Authority(ae.clone()))
+                    .map_err(|r| EngineError::Rejected {
+                        code: r.code,
+                        section: r.section,
+                        message: format!("forked event {cursor}: {}", r.message),
                     })?;
-                    let Parsed::Record {
-                        record: Record::Authority(ae),
-                        ..
-                    } = parsed
-                    else {
-                        return Err(EngineError::InvalidCommand(format!(
-                            "forked event {cursor} is not an authority event"
-                        )));
-                    };
-                    j.checker
-                        .push(&Record::Authority(ae.clone()))
-                        .map_err(|r| EngineError::Rejected {
-                            code: r.code,
-                            section: r.section,
-                            message: format!("forked event {cursor}: {}", r.message),
-                        })?;
-                    j.note_expiry(&bytes);
-                    events.push(StoredEvent::from(&ae));
-                }
-            }
+                j.note_expiry(&bytes);
+                events.push(StoredEvent::from(&ae));
+                Ok(())
+            })
+            .await?;
             let mut batch = Batch {
                 session_id: new_sid.clone(),
                 expected_head: 0,

@@ -174,16 +174,15 @@ pub(crate) struct Journal {
     pub chain: Chain,
     /// What [`Engine::state`](crate::Engine::state) folded from the stored
     /// journal, with the head it covers: a later read folds only the events
-    /// after it. A cache (memory only; a reloaded journal starts without
-    /// it); the lock lets a read, which sees the journal shared, keep it.
-    pub details: std::sync::Mutex<Option<(u64, crate::typed::details::Details)>>,
-    /// Unique per hydration: a value taken from one journal is put back
-    /// only into the same one, never into a session reloaded (or deleted
-    /// and created again) meanwhile.
-    pub generation: u64,
+    /// after it. A cache in memory, shared by the reads of this journal
+    /// only: a reloaded (or deleted and re-created) session gets a new
+    /// journal, and so a new cache.
+    pub details: DetailsCache,
 }
 
-static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// See [`Journal::details`].
+pub(crate) type DetailsCache =
+    std::sync::Arc<std::sync::Mutex<Option<(u64, crate::typed::details::Details)>>>;
 
 impl Journal {
     pub fn new(session_id: &str, meta: Meta) -> Self {
@@ -203,8 +202,7 @@ impl Journal {
             from_snapshot: false,
             snapshot_rejected: None,
             chain: Chain::default(),
-            details: std::sync::Mutex::default(),
-            generation: GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            details: DetailsCache::default(),
         }
     }
 
@@ -529,4 +527,37 @@ impl Journal {
         }
         Ok(out)
     }
+}
+
+/// Visits the stored events of `session_id` after position `after` through
+/// `through`, in order, reading `limit` at a time. Every cursor moves
+/// through [`narad_store::row::advance`], so a damaged store is a typed
+/// error, never an endless loop.
+pub(crate) async fn for_each_event<S: Store + ?Sized>(
+    store: &S,
+    session_id: &str,
+    after: u64,
+    through: u64,
+    limit: usize,
+    mut visit: impl FnMut(&StoredEvent) -> Result<(), EngineError>,
+) -> Result<(), EngineError> {
+    let mut cursor = after;
+    while cursor < through {
+        let want = usize::try_from(through - cursor)
+            .unwrap_or(usize::MAX)
+            .min(limit.max(1));
+        let page = store.read_session(session_id, cursor, want).await?;
+        if page.events.is_empty() {
+            narad_store::row::advance(session_id, cursor, cursor)?;
+        }
+        for ev in &page.events {
+            let seq = ev.position.session_sequence;
+            if seq > through {
+                return Ok(());
+            }
+            cursor = narad_store::row::advance(session_id, cursor, seq)?;
+            visit(ev)?;
+        }
+    }
+    Ok(())
 }

@@ -275,65 +275,43 @@ impl<S: Store + 'static> Engine<S> {
         session_id: &str,
     ) -> Result<crate::SessionState, EngineError> {
         self.authorize(p, Action::Read { session_id })?;
-        let ((mut s, cached, generation), _) = self
+        let ((mut s, cache), _) = self
             .command(p, session_id, |j| {
                 let s = crate::SessionState::from_checker(&j.checker, &j.session_id)
                     .unwrap_or_default();
-                // Taken out while this read folds; put back below. A
-                // concurrent read meanwhile folds from the start.
-                let cached = j.details.lock().ok().and_then(|mut d| d.take());
-                Ok(Plan::of(Vec::new(), (s, cached, j.generation)))
+                Ok(Plan::of(Vec::new(), (s, j.details.clone())))
             })
             .await?;
-        // No tool call, open interrupt or ended run: nothing to fold.
+        // No tool call, open interrupt, ended run or unplaced reasoning:
+        // nothing to fold.
         let ended = s.runs.values().any(|r| r.state.is_terminal());
         if s.tools.is_empty() && s.interrupts.is_empty() && !ended && !s.has_orphan_reasoning() {
             return Ok(s);
         }
-        let (mut cursor, mut details) = match cached {
+        // Taken out while this read folds, put back after; a concurrent
+        // read meanwhile folds from the start.
+        let (from, mut details) = match cache.lock().ok().and_then(|mut c| c.take()) {
             Some((head, d)) if head <= s.head => (head, d),
             _ => (0, crate::typed::details::Details::default()),
         };
-        'pages: while cursor < s.head {
-            let want = usize::try_from(s.head - cursor)
-                .unwrap_or(usize::MAX)
-                .min(self.inner.config.history_limit.max(1));
-            let page = self
-                .inner
-                .store
-                .read_session(session_id, cursor, want)
-                .await?;
-            if page.events.is_empty() {
-                narad_store::row::advance(session_id, cursor, cursor)?;
-            }
-            for ev in &page.events {
-                let seq = ev.position.session_sequence;
-                if seq > s.head {
-                    break 'pages;
-                }
-                cursor = narad_store::row::advance(session_id, cursor, seq)?;
+        crate::journal::for_each_event(
+            &*self.inner.store,
+            session_id,
+            from,
+            s.head,
+            self.inner.config.history_limit,
+            |ev| {
                 details.push(session_id, &ev.bytes);
+                Ok(())
+            },
+        )
+        .await?;
+        details.fill(&mut s);
+        if let Ok(mut c) = cache.lock() {
+            if c.as_ref().is_none_or(|(h, _)| *h < s.head) {
+                *c = Some((s.head, details));
             }
         }
-        details.fill(&mut s);
-        // Kept for the next read if the cached journal is still the one
-        // read (a reload starts a new journal, and a new cache).
-        let head = s.head;
-        let keep = std::sync::Mutex::new(Some(details));
-        let _ = self
-            .command(p, session_id, |j| {
-                if j.generation == generation && j.head >= head {
-                    if let (Ok(mut slot), Ok(mut d)) = (j.details.lock(), keep.lock()) {
-                        if slot.as_ref().is_none_or(|(h, _)| *h < head) {
-                            if let Some(d) = d.take() {
-                                *slot = Some((head, d));
-                            }
-                        }
-                    }
-                }
-                Ok(Plan::of(Vec::new(), ()))
-            })
-            .await;
         Ok(s)
     }
 
