@@ -1,6 +1,6 @@
 //! Commands/s through the engine (durable appends) beside the store's raw
 //! append rate measured in the same run, for 1 and 64 concurrent sessions,
-//! and the cold-hydrate time of a 100,000-event session. On redb. Last,
+//! on redb (snapshot size and cold hydrate: the `hydrate` bench). Last,
 //! the same commands without and then with a `tracing` subscriber (every
 //! span and event formatted, written to a sink), side by side.
 //! `NARAD_BENCH_QUICK=1` shortens it. Figures only; nothing is asserted.
@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use narad_engine::{Engine, NewSession, Principal};
-use narad_store::{bench, Batch, Store, StoredEvent};
+use narad_store::{bench, Store};
 use narad_store_redb::RedbStore;
 use narad_store_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use serde_json::json;
@@ -43,17 +43,6 @@ async fn commands<S: Store + 'static>(e: &Engine<S>, sessions: usize, per: usize
     (sessions * per) as f64 / t.elapsed().as_secs_f64()
 }
 
-fn message_event(sid: &str, seq: u64) -> StoredEvent {
-    let bytes = serde_json::to_vec(&json!({
-        "type": "message.user.recorded", "protocolVersion": "narad/v1",
-        "eventId": format!("evt-{seq}"), "timestamp": "2026-08-05T00:00:00.000Z",
-        "sessionId": sid, "sessionSequence": seq, "messageId": format!("m{seq}"),
-        "messageScope": "session", "content": format!("message number {seq}")
-    }))
-    .unwrap();
-    StoredEvent::from_stored_bytes(&bytes).unwrap()
-}
-
 fn main() {
     let quick = std::env::var_os("NARAD_BENCH_QUICK").is_some();
     let dir = tempfile::tempdir().unwrap();
@@ -68,7 +57,11 @@ fn main() {
         let raw64 = bench::appends(Arc::clone(&store), 64, 1, 5 * k, "raw64").await;
         store.close().await.unwrap();
 
-        let e = Engine::new(RedbStore::open(dir.path().join("engine.redb")).await.unwrap());
+        let e = Engine::new(
+            RedbStore::open(dir.path().join("engine.redb"))
+                .await
+                .unwrap(),
+        );
         let c1 = commands(&e, 1, 100 * k as usize).await;
         let c64 = commands(&e, 64, 5 * k as usize).await;
         println!(
@@ -81,74 +74,6 @@ fn main() {
             raw64.appends_per_s,
             c64 / raw64.appends_per_s
         );
-
-        // Cold hydrate: a session of N events written straight to the store
-        // in batches, then a fresh engine's first command on it.
-        let n: u64 = if quick { 10_000 } else { 100_000 };
-        let me = Principal::new("bench");
-        let sid = e.create_session(&me, NewSession::default()).await.unwrap();
-        let mut head = 0;
-        while head < n {
-            let evs: Vec<_> = (head + 1..=(head + 1000).min(n))
-                .map(|q| message_event(&sid, q))
-                .collect();
-            let done = e
-                .store()
-                .append(Batch {
-                    session_id: sid.clone(),
-                    expected_head: head,
-                    events: evs,
-                    ..Batch::default()
-                })
-                .await
-                .unwrap();
-            head = done.head;
-        }
-        e.store().close().await.unwrap();
-        drop(e);
-        let path = dir.path().join("engine.redb");
-        let no_snapshots = narad_engine::EngineConfig {
-            snapshot_every: 0,
-            ..narad_engine::EngineConfig::default()
-        };
-        let cold = |config: narad_engine::EngineConfig| {
-            let path = path.clone();
-            async move {
-                Engine::with_host(
-                    RedbStore::open(path).await.unwrap(),
-                    Arc::new(narad_engine::SystemClock),
-                    Arc::new(narad_engine::RandomIds),
-                    Arc::new(narad_engine::AllowAll),
-                    config,
-                )
-            }
-        };
-        let full = cold(no_snapshots.clone()).await;
-        let t = Instant::now();
-        let caps = full.capabilities(&me, &sid).await.unwrap();
-        let replay = t.elapsed().as_secs_f64();
-        assert_eq!(caps.session_sequence, n);
-        full.write_snapshot(&me, &sid).await.unwrap();
-        let size = full
-            .store()
-            .side(narad_store::SideSpace::Snapshot, &sid)
-            .await
-            .unwrap()
-            .map_or(0, |b| b.len());
-        full.store().close().await.unwrap();
-        drop(full);
-        let snap = cold(no_snapshots).await;
-        let t = Instant::now();
-        let caps = snap.capabilities(&me, &sid).await.unwrap();
-        let restored = t.elapsed().as_secs_f64();
-        assert_eq!((caps.session_sequence, snap.stats().from_snapshot), (n, 1));
-        println!(
-            "engine  cold hydrate of a {n}-event session: full replay {replay:.3} s ({:.0} events/s); from a store snapshot ({:.1} MiB) {restored:.3} s ({:.1}x faster)",
-            n as f64 / replay,
-            size as f64 / (1024.0 * 1024.0),
-            replay / restored
-        );
-        snap.store().close().await.unwrap();
     });
     tracing_cost(dir.path(), if quick { 1 } else { 4 });
 }

@@ -1,12 +1,15 @@
 //! Reducer snapshot size and cold-hydrate time of one long session at
 //! 10k, 100k and 1M events (10k and 100k with `NARAD_BENCH_QUICK=1`), on
-//! redb. The session is back-to-back runs of eight events each (run
-//! started, a tool call, progress, three custom events, the tool's finish,
-//! run finished), written straight to the store in batches; then a fresh
+//! redb, for two corpora:
+//! - `runs`: back-to-back runs of eight events each (run started, a tool
+//!   call, progress, three custom events, the tool's finish, run
+//!   finished). It holds no transcript text and no documents, so the
+//!   snapshot is the reducer's own state;
+//! - `messages`: user messages only, so the snapshot is mostly transcript.
+//!
+//! Each session is written straight to the store in batches; then a fresh
 //! engine replays it in full, writes a snapshot, and another fresh engine
-//! hydrates from that snapshot. The corpus holds no transcript text and no
-//! documents, so the snapshot is the reducer's own state. Figures only;
-//! nothing is asserted.
+//! hydrates from that snapshot. Figures only; nothing is asserted.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench code
 
@@ -50,6 +53,42 @@ fn run_event(sid: &str, seq: u64, run: u64, k: u64) -> StoredEvent {
     StoredEvent::from_stored_bytes(&serde_json::to_vec(&m).unwrap()).unwrap()
 }
 
+/// The `seq`-th event of a session of user messages.
+fn message_event(sid: &str, seq: u64) -> StoredEvent {
+    let bytes = serde_json::to_vec(&json!({
+        "type": "message.user.recorded", "protocolVersion": "narad/v1",
+        "eventId": format!("evt-{seq}"), "timestamp": "2026-08-05T00:00:00.000Z",
+        "sessionId": sid, "sessionSequence": seq, "messageId": format!("m{seq}"),
+        "messageScope": "session", "content": format!("message number {seq}")
+    }))
+    .unwrap();
+    StoredEvent::from_stored_bytes(&bytes).unwrap()
+}
+
+/// Which session a size is measured on.
+#[derive(Clone, Copy)]
+enum Corpus {
+    Runs,
+    Messages,
+}
+
+impl Corpus {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Runs => "runs",
+            Self::Messages => "messages",
+        }
+    }
+
+    /// The event at session position `seq`, the `i`-th (from 0) of the corpus.
+    fn event(self, sid: &str, seq: u64, i: u64) -> StoredEvent {
+        match self {
+            Self::Runs => run_event(sid, seq, i / 8 + 1, i % 8 + 1),
+            Self::Messages => message_event(sid, seq),
+        }
+    }
+}
+
 async fn cold(path: &Path) -> Engine<RedbStore> {
     Engine::with_host(
         RedbStore::open(path.to_path_buf()).await.unwrap(),
@@ -63,19 +102,16 @@ async fn cold(path: &Path) -> Engine<RedbStore> {
     )
 }
 
-async fn one_size(dir: &Path, n: u64) {
+async fn one_size(dir: &Path, corpus: Corpus, n: u64) {
     let me = Principal::new("bench");
-    let path = dir.join(format!("hydrate-{n}.redb"));
+    let path = dir.join(format!("hydrate-{}-{n}.redb", corpus.name()));
     let e = Engine::new(RedbStore::open(path.clone()).await.unwrap());
     let sid = e.create_session(&me, NewSession::default()).await.unwrap();
     let mut head = e.capabilities(&me, &sid).await.unwrap().session_sequence;
     let base = head;
     while head < base + n {
         let evs: Vec<_> = (head + 1..=(head + 2000).min(base + n))
-            .map(|q| {
-                let i = q - base - 1;
-                run_event(&sid, q, i / 8 + 1, i % 8 + 1)
-            })
+            .map(|q| corpus.event(&sid, q, q - base - 1))
             .collect();
         head = e
             .store()
@@ -118,7 +154,8 @@ async fn one_size(dir: &Path, n: u64) {
     snap.store().close().await.unwrap();
     let _ = std::fs::remove_file(&path);
     println!(
-        "hydrate {n:>8} events: snapshot {:>10} bytes ({:>6.1} B/event); cold hydrate from snapshot {:>8.1} ms; full replay {:>8.1} ms ({:.0} events/s)",
+        "hydrate {:<8} {n:>8} events: snapshot {:>10} bytes ({:>6.1} B/event); cold hydrate from snapshot {:>8.1} ms; full replay {:>8.1} ms ({:.0} events/s)",
+        corpus.name(),
         size,
         size as f64 / n as f64,
         restored * 1e3,
@@ -139,7 +176,9 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    for &n in sizes {
-        rt.block_on(one_size(dir.path(), n));
+    for corpus in [Corpus::Runs, Corpus::Messages] {
+        for &n in sizes {
+            rt.block_on(one_size(dir.path(), corpus, n));
+        }
     }
 }
