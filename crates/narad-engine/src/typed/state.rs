@@ -319,10 +319,6 @@ impl SessionState {
         let t = &self.transcript;
         let known: std::collections::BTreeSet<&str> =
             t.messages.iter().map(|m| m.message_id.as_str()).collect();
-        let joins = |r: &Reasoning, id: &str| {
-            r.message_id.as_deref() == Some(id)
-                || r.reasoning_id.strip_prefix("reasoning:") == Some(id)
-        };
         // Orphans with their place (messages begun before them), if known.
         let mut orphans: Vec<(Option<usize>, &Reasoning)> = t
             .reasoning
@@ -397,12 +393,9 @@ impl SessionState {
     /// place comes from the journal fold).
     pub(crate) fn has_orphan_reasoning(&self) -> bool {
         let t = &self.transcript;
-        t.reasoning.iter().any(|r| {
-            !t.messages.iter().any(|m| {
-                r.message_id.as_deref() == Some(m.message_id.as_str())
-                    || r.reasoning_id.strip_prefix("reasoning:") == Some(m.message_id.as_str())
-            })
-        })
+        t.reasoning
+            .iter()
+            .any(|r| !t.messages.iter().any(|m| joins(r, &m.message_id)))
     }
 
     /// Open interrupts: `(interruptId, its details)`, in id order.
@@ -412,4 +405,10 @@ impl SessionState {
             .map(|(id, i)| (id.as_str(), i))
             .collect()
     }
+}
+
+/// Whether reasoning `r` belongs to message `id` (§9.2): it names it, or
+/// its `reasoningId` is `reasoning:{id}`.
+fn joins(r: &Reasoning, id: &str) -> bool {
+    r.message_id.as_deref() == Some(id) || r.reasoning_id.strip_prefix("reasoning:") == Some(id)
 }
