@@ -10,7 +10,7 @@ use narad_core::ProfileSet;
 use narad_engine::client::Finished;
 use narad_engine::{
     AllowAll, Authorizer, Clock, Engine, EngineConfig, EngineError, EventScope, IdSource,
-    Interrupt, InterruptScope, NewSession, Principal, RandomIds, Resolve, StartRun, Started,
+    Interrupt, InterruptScope, NewSession, OrderedIds, Principal, Resolve, StartRun, Started,
     StopTarget, SystemClock, Terminal, ToolOutcome,
 };
 use narad_stores::AnyStore;
@@ -75,7 +75,7 @@ pub async fn open(url: &str, host: Host) -> Result<Eng, EngineError> {
     Ok(Engine::with_host(
         store,
         host.clock.unwrap_or_else(|| Arc::new(SystemClock)),
-        host.ids.unwrap_or_else(|| Arc::new(RandomIds)),
+        host.ids.unwrap_or_else(|| Arc::new(OrderedIds)),
         host.auth.unwrap_or_else(|| Arc::new(AllowAll)),
         host.config,
     ))

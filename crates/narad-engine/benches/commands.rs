@@ -43,6 +43,25 @@ async fn commands<S: Store + 'static>(e: &Engine<S>, sessions: usize, per: usize
     (sessions * per) as f64 / t.elapsed().as_secs_f64()
 }
 
+/// One side of a round: the store's raw appends or the engine's commands,
+/// `sessions` concurrent writers of `per` appends each.
+async fn round(
+    raw: &Arc<RedbStore>,
+    e: &Engine<RedbStore>,
+    engine: bool,
+    sessions: usize,
+    per: usize,
+    name: &str,
+) -> f64 {
+    if engine {
+        commands(e, sessions, per).await
+    } else {
+        bench::appends(Arc::clone(raw), sessions, 1, per as u64, name)
+            .await
+            .appends_per_s
+    }
+}
+
 fn main() {
     let quick = std::env::var_os("NARAD_BENCH_QUICK").is_some();
     let dir = tempfile::tempdir().unwrap();
@@ -51,31 +70,50 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let store = Arc::new(RedbStore::open(dir.path().join("raw.redb")).await.unwrap());
-        let k = if quick { 1 } else { 4 };
-        let raw1 = bench::appends(Arc::clone(&store), 1, 1, 100 * k, "raw1").await;
-        let raw64 = bench::appends(Arc::clone(&store), 64, 1, 5 * k, "raw64").await;
-        store.close().await.unwrap();
-
+        let raw = Arc::new(RedbStore::open(dir.path().join("raw.redb")).await.unwrap());
         let e = Engine::new(
             RedbStore::open(dir.path().join("engine.redb"))
                 .await
                 .unwrap(),
         );
-        let c1 = commands(&e, 1, 100 * k as usize).await;
-        let c64 = commands(&e, 64, 5 * k as usize).await;
-        println!(
-            "engine  1 session:   {c1:>8.0} commands/s  store raw {:>8.0} appends/s  ratio {:.2}",
-            raw1.appends_per_s,
-            c1 / raw1.appends_per_s
-        );
-        println!(
-            "engine  64 sessions: {c64:>8.0} commands/s  store raw {:>8.0} appends/s  ratio {:.2}",
-            raw64.appends_per_s,
-            c64 / raw64.appends_per_s
-        );
+        // Interleaved rounds, alternating which side goes first, so that a
+        // change in the machine's load falls on both sides; the median of
+        // each side and of the per-round ratios is printed, no best-of.
+        let rounds = if quick { 3 } else { 7 };
+        let (per1, per64) = if quick { (100, 10) } else { (300, 40) };
+        for (sessions, per) in [(1usize, per1), (64, per64)] {
+            let mut figures: [Vec<f64>; 2] = Default::default();
+            let mut ratios = Vec::new();
+            for r in 0..rounds {
+                let mut pair = [0.0; 2];
+                for step in 0..2 {
+                    let engine = (r + step) % 2 == 1;
+                    let name = format!("raw-{sessions}-{r}");
+                    pair[usize::from(engine)] =
+                        round(&raw, &e, engine, sessions, per, &name).await;
+                }
+                figures[0].push(pair[0]);
+                figures[1].push(pair[1]);
+                ratios.push(pair[1] / pair[0]);
+            }
+            let rounds_text: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
+            let [raw_rates, engine_rates] = &mut figures;
+            println!(
+                "engine {sessions:>2} session(s): {:>8.0} commands/s  store raw {:>8.0} appends/s  ratio {:.2} (median of {rounds} interleaved rounds: {})",
+                median(engine_rates),
+                median(raw_rates),
+                median(&mut ratios),
+                rounds_text.join(" ")
+            );
+        }
+        raw.close().await.unwrap();
     });
     tracing_cost(dir.path(), if quick { 1 } else { 4 });
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 /// Commands/s with no `tracing` subscriber and with a debug-level one
@@ -126,10 +164,6 @@ fn tracing_cost(dir: &std::path::Path, k: usize) {
             figures[1][side].push(many);
         }
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     for (label, [quiet, traced]) in ["1 session:  ", "64 sessions:"].iter().zip(&mut figures) {
         let (q, t) = (median(quiet), median(traced));
         println!(

@@ -9,7 +9,7 @@ use narad_store::Store;
 
 use crate::error::EngineError;
 use crate::host::{Action, AllowAll, Authorizer, Clock, IdSource, Principal};
-use crate::host::{RandomIds, SystemClock};
+use crate::host::{OrderedIds, SystemClock};
 use crate::journal::Journal;
 use crate::outbox::Clients;
 
@@ -140,7 +140,7 @@ impl<S: Store + 'static> Engine<S> {
         Self::with_host(
             store,
             Arc::new(SystemClock),
-            Arc::new(RandomIds),
+            Arc::new(OrderedIds),
             Arc::new(AllowAll),
             EngineConfig::default(),
         )

@@ -63,7 +63,7 @@ pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::EngineError;
 pub use fork::StateAt;
 pub use host::{
-    Action, AllowAll, Authorizer, Clock, IdSource, ManualClock, Principal, RandomIds,
+    Action, AllowAll, Authorizer, Clock, IdSource, ManualClock, OrderedIds, Principal, RandomIds,
     SequentialIds, SystemClock,
 };
 pub use idempotent::Idempotent;
