@@ -278,7 +278,8 @@ impl<S: Store + 'static> Engine<S> {
                 j,
                 &j.meta,
                 new_head,
-                events.last().and_then(crate::index::event_time),
+                // Every event of the batch was drafted at `now`.
+                (!events.is_empty()).then(|| now.clone()),
             );
             match entry.write() {
                 Ok(w) => side.push(w),

@@ -83,12 +83,13 @@ fn random_bytes() -> [u8; 16] {
 }
 
 fn hex_id(kind: &str, b: &[u8; 16]) -> String {
-    use std::fmt::Write;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(kind.len() + 33);
     out.push_str(kind);
     out.push('-');
     for x in b {
-        let _ = write!(out, "{x:02x}");
+        out.push(char::from(HEX[usize::from(x >> 4)]));
+        out.push(char::from(HEX[usize::from(x & 0xf)]));
     }
     out
 }

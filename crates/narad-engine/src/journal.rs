@@ -501,7 +501,8 @@ impl Journal {
                     ))
                 }
             };
-            match self.checker.push(&Record::Authority(ev.clone())) {
+            let record = Record::Authority(ev);
+            match self.checker.push(&record) {
                 Ok(Applied::Applied) => {}
                 Ok(_) => {
                     return Err((
@@ -520,7 +521,9 @@ impl Journal {
                     ))
                 }
             }
-            out.push(StoredEvent::from(&ev));
+            if let Record::Authority(ev) = &record {
+                out.push(StoredEvent::from(ev));
+            }
         }
         for ev in &out {
             self.note_expiry(&ev.bytes);
