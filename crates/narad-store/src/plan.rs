@@ -63,7 +63,8 @@ impl<'a> Reads<'a> {
                 r.scopes.insert((ScopeKey::Workflow, wf));
             }
         }
-        for w in &batch.side {
+        // `Expect::Any` holds whatever is stored: nothing to read.
+        for w in batch.side.iter().filter(|w| w.expect != Expect::Any) {
             r.side.insert((w.space, &w.key));
         }
         if !batch.session_id.is_empty() {
@@ -271,7 +272,7 @@ fn decide<'a>(batch: &'a Batch, view: &mut impl View) -> Result<Plan<'a>, StoreE
         }
         revisions.insert(ws, w.event.revision);
     }
-    for w in &batch.side {
+    for w in batch.side.iter().filter(|w| w.expect != Expect::Any) {
         if !expectation_holds(&w.expect, view.side(w)?.as_deref()) {
             return Err(StoreError::SideConflict);
         }
