@@ -128,3 +128,57 @@ pub fn postgres_url() -> Option<String> {
     }
     url
 }
+
+/// A `run.finished` terminal with nothing attached.
+pub fn finished() -> narad_engine::Terminal {
+    narad_engine::Terminal::Finished {
+        usage: None,
+        artifact_ids: vec![],
+    }
+}
+
+/// Starts a top-level run that must start now.
+pub async fn running<S: Store + 'static>(e: &Engine<S>, sid: &str) -> String {
+    match e
+        .start_run(&me(), sid, narad_engine::StartRun::default())
+        .await
+        .unwrap()
+    {
+        narad_engine::Started::Running(r) => r,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Runs `refused`, asserts its code, and that the journal did not change.
+pub async fn refused<S, F>(e: &Engine<S>, sid: &str, code: &str, f: F)
+where
+    S: Store + 'static,
+    F: std::future::Future<Output = Result<(), narad_engine::EngineError>>,
+{
+    let before = journal(e, sid).await;
+    let err = f.await.expect_err("the command must be refused");
+    assert_eq!(err.code(), code, "{err}");
+    assert_eq!(journal(e, sid).await, before, "a refused command wrote");
+}
+
+/// Opens an approval interrupt on `run`: its interrupt and wait ids.
+pub async fn interrupted<S: Store + 'static>(
+    e: &Engine<S>,
+    sid: &str,
+    run: &str,
+) -> (String, String) {
+    e.request_interrupt(
+        &me(),
+        sid,
+        narad_engine::Interrupt {
+            scope: narad_engine::InterruptScope::Run(run.to_owned()),
+            kind: "approval".into(),
+            actions: vec!["approve".into(), "deny".into()],
+            input: None,
+            expires_at: None,
+            title: None,
+        },
+    )
+    .await
+    .unwrap()
+}
