@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use narad_engine::{
-    AllowAll, Clock, Engine, EngineConfig, Interrupt, InterruptScope, ManualClock, NewSession,
+    AllowAll, Engine, EngineConfig, Expiry, Interrupt, InterruptScope, ManualClock, NewSession,
     Principal, RandomIds, Resolve, StartRun, Started, Terminal,
 };
 use serde_json::json;
@@ -31,15 +31,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("slot busy".into());
     };
     let members = json!({"members": [{"requestId": "alice"}, {"requestId": "bob"}]});
-    let ask =
-        |input: Option<serde_json::Value>, expires: Option<std::time::SystemTime>| Interrupt {
-            scope: InterruptScope::run(&run),
-            kind: "approval".into(),
-            actions: vec!["approve".into(), "deny".into(), "stop".into()],
-            input,
-            expires_at: expires,
-            title: None,
-        };
+    let ask = |input: Option<serde_json::Value>, expires: Option<Expiry>| Interrupt {
+        scope: InterruptScope::run(&run),
+        kind: "approval".into(),
+        actions: vec!["approve".into(), "deny".into(), "stop".into()],
+        input,
+        expires_at: expires,
+        title: None,
+    };
     let (first, _) = engine
         .request_interrupt(&me, &sid, ask(Some(members), None))
         .await?;
@@ -63,10 +62,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     eprintln!("refused: {}", wrong.code());
     engine.resolve_interrupt(&me, resolve("deny")).await?;
 
-    // A second request nobody answers: it expires after five minutes.
-    let deadline = clock.now() + Duration::from_secs(300);
+    // A second request nobody answers: it expires five minutes after the
+    // engine's clock reads when it is requested.
+    let five_minutes = Expiry::In(Duration::from_secs(300));
     engine
-        .request_interrupt(&me, &sid, ask(None, Some(deadline)))
+        .request_interrupt(&me, &sid, ask(None, Some(five_minutes)))
         .await?;
     clock.advance(Duration::from_secs(301));
     let expired = engine.expire_due(&me).await?;

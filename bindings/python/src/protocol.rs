@@ -228,7 +228,10 @@ pub fn interrupt(
         kind,
         actions,
         input,
-        expires_at: expires_at.map(crate::host::posix).transpose()?,
+        expires_at: expires_at
+            .map(crate::host::posix)
+            .transpose()?
+            .map(narad_engine::Expiry::At),
         title,
     })
 }

@@ -65,7 +65,7 @@ fn setup(url: &str) -> Setup {
                     kind: "approval".into(),
                     actions: vec!["approve".into(), "deny".into()],
                     input: None,
-                    expires_at: Some(expires),
+                    expires_at: Some(expires.into()),
                     title: None,
                 },
             )

@@ -59,7 +59,7 @@ async fn store_with_timers(path: &std::path::Path) -> (String, String) {
         kind: "approval".into(),
         actions: vec!["approve".into()],
         input: None,
-        expires_at: Some(expires),
+        expires_at: Some(expires.into()),
         title: None,
     };
     let (iid, _) = e.request_interrupt(&me, sid, interrupt).await.unwrap();

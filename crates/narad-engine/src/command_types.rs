@@ -258,8 +258,49 @@ pub struct Interrupt {
     pub input: Option<Value>,
     /// Optional user-facing title.
     pub title: Option<String>,
-    /// When the engine resolves it as `expired` ([`Engine::expire_due`](crate::Engine::expire_due)).
-    pub expires_at: Option<std::time::SystemTime>,
+    /// When the engine resolves it as `expired` ([`Engine::expire_due`](crate::Engine::expire_due)):
+    /// at a time, or a duration after the engine's clock when the command
+    /// runs. A `SystemTime` converts: `expires_at: Some(at.into())`.
+    pub expires_at: Option<Expiry>,
+}
+
+/// When an interrupt expires.
+///
+/// A duration is read against the engine's injected [`Clock`](crate::Clock)
+/// when the command runs, not when the request is built, so a request
+/// retried under an idempotency key is the same request.
+///
+/// ```
+/// use narad_engine::{Clock, Expiry, ManualClock};
+/// let clock = ManualClock::at_unix(1_780_000_000);
+/// let ten = std::time::Duration::from_secs(10);
+/// assert_eq!(Expiry::In(ten).at(clock.now()), clock.now() + ten);
+/// let fixed = Expiry::from(clock.now());
+/// assert_eq!(fixed.at(clock.now() + ten), clock.now());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expiry {
+    /// At this time.
+    At(std::time::SystemTime),
+    /// This long after the engine's clock reads when the command runs.
+    In(std::time::Duration),
+}
+
+impl Expiry {
+    /// The time it names, given what the engine's clock reads now.
+    pub fn at(self, now: std::time::SystemTime) -> std::time::SystemTime {
+        match self {
+            Self::At(t) => t,
+            Self::In(d) => now + d,
+        }
+    }
+}
+
+impl From<std::time::SystemTime> for Expiry {
+    fn from(t: std::time::SystemTime) -> Self {
+        Self::At(t)
+    }
 }
 
 impl Interrupt {
@@ -313,13 +354,15 @@ impl Interrupt {
 
     /// Sets `expiresAt`.
     pub fn expires_at(mut self, at: std::time::SystemTime) -> Self {
-        self.expires_at = Some(at);
+        self.expires_at = Some(Expiry::At(at));
         self
     }
 
-    /// Sets `expiresAt` to now (the system clock) plus `d`.
-    pub fn expires_in(self, d: std::time::Duration) -> Self {
-        self.expires_at(std::time::SystemTime::now() + d)
+    /// Sets `expiresAt` to `d` after the engine's clock when the command
+    /// runs (see [`Expiry::In`]).
+    pub fn expires_in(mut self, d: std::time::Duration) -> Self {
+        self.expires_at = Some(Expiry::In(d));
+        self
     }
 }
 

@@ -37,8 +37,9 @@ use crate::typed::trace::{Span, SpanEnd};
 /// without control characters.
 ///
 /// The request is everything the call is given: build it once and retry
-/// that value (an interrupt's `expires_in` is computed when called; give a
-/// retried request a fixed [`Interrupt::expires_at`]).
+/// that value. An interrupt's [`Expiry::In`](crate::Expiry::In) is part of
+/// the request as a duration, read against the engine's clock when the
+/// command runs, so its retry is the same request.
 ///
 /// ```
 /// # async fn demo(engine: narad_engine::Engine<narad_store_redb::RedbStore>,

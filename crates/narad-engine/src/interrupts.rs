@@ -22,11 +22,12 @@ impl<S: Store + 'static> Engine<S> {
         session_id: &str,
         interrupt: Interrupt,
     ) -> Result<(String, String), EngineError> {
-        if let Some(at) = interrupt.expires_at {
-            // The checker has no clock: the engine's clock decides.
-            if at <= self.inner.clock.now() {
-                return Err(EngineError::InterruptExpired);
-            }
+        // The checker has no clock: the engine's clock decides, once for
+        // every attempt of this command.
+        let now = self.inner.clock.now();
+        let expires_at = interrupt.expires_at.map(|e| e.at(now));
+        if expires_at.is_some_and(|at| at <= now) {
+            return Err(EngineError::InterruptExpired);
         }
         let iid = self.inner.ids.next_id("interrupt");
         let wait = self.inner.ids.next_id("wait");
@@ -36,7 +37,7 @@ impl<S: Store + 'static> Engine<S> {
                     "interruptId": iid, "waitId": wait, "kind": interrupt.kind,
                     "actions": interrupt.actions, "input": interrupt.input,
                     "title": interrupt.title,
-                    "expiresAt": interrupt.expires_at.map(timestamp),
+                    "expiresAt": expires_at.map(timestamp),
                 });
                 let drafts = match &interrupt.scope {
                     InterruptScope::Run(run) => {

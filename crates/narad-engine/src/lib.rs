@@ -56,8 +56,8 @@ mod workspace;
 
 pub use archive::{ARCHIVE_ACTION, LABEL_ACTION};
 pub use command_types::{
-    EventScope, Interrupt, InterruptScope, NewSession, Resolve, Resolved, StartRun, Started,
-    StopTarget, Terminal, ToolOutcome,
+    EventScope, Expiry, Interrupt, InterruptScope, NewSession, Resolve, Resolved, StartRun,
+    Started, StopTarget, Terminal, ToolOutcome,
 };
 pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::EngineError;

@@ -256,7 +256,7 @@ async fn a_cold_session_hydrates_from_its_snapshot_plus_the_tail() {
                 kind: "approval".into(),
                 actions: vec!["approve".into()],
                 input: None,
-                expires_at: Some(clock.now() + std::time::Duration::from_secs(10)),
+                expires_at: Some((clock.now() + std::time::Duration::from_secs(10)).into()),
                 title: None,
             },
         )

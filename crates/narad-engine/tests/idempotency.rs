@@ -646,3 +646,49 @@ async fn views_assets_and_spans_under_a_key_answer_once() {
     assert_eq!(err.code(), "idempotency_conflict");
     e.close().await.unwrap();
 }
+
+/// An interrupt that expires a duration after it is requested is the same
+/// request when built again for the retry, and the duration is read on the
+/// engine's clock (here a manual one, far from the system clock).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expiry_in_a_duration_is_the_same_request_on_retry() {
+    use narad_engine::{Clock, ManualClock};
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("redb:{}", dir.path().join("expiry.redb").display());
+    let clock = std::sync::Arc::new(ManualClock::at_unix(1_780_000_000));
+    let e = Engine::with_host(
+        narad_stores::open(&url).await.unwrap(),
+        clock.clone(),
+        std::sync::Arc::new(narad_engine::RandomIds),
+        std::sync::Arc::new(narad_engine::AllowAll),
+        narad_engine::EngineConfig::default(),
+    );
+    let p = me();
+    let sid = e.create_session(&p, NewSession::default()).await.unwrap();
+    let run = run_of(e.start_run(&p, &sid, StartRun::new()).await.unwrap());
+    let ask = || {
+        Interrupt::on_run(&run, "approval", ["approve", "deny"])
+            .expires_in(Duration::from_secs(600))
+    };
+    let asked_at = clock.now();
+    let first = e
+        .idempotent("ask")
+        .request_interrupt(&p, &sid, ask())
+        .await
+        .unwrap();
+    let before = head(&e, &sid).await;
+    clock.advance(Duration::from_secs(60));
+    let again = e
+        .idempotent("ask")
+        .request_interrupt(&p, &sid, ask())
+        .await
+        .unwrap();
+    assert_eq!(first, again, "the rebuilt request answers the original");
+    assert_eq!(head(&e, &sid).await, before, "a retry appends nothing");
+    let state = e.state(&p, &sid).await.unwrap();
+    let open = state.open_interrupts();
+    let (iid, open) = open.first().expect("the interrupt is open");
+    assert_eq!(*iid, first.0);
+    let due = humantime::format_rfc3339_millis(asked_at + Duration::from_secs(600)).to_string();
+    assert_eq!(open.expires_at.as_deref(), Some(due.as_str()));
+}

@@ -158,7 +158,7 @@ async fn interrupts_expire_on_the_engine_clock_even_after_a_restart() {
                     kind: "approval".into(),
                     actions: vec!["approve".into()],
                     input: None,
-                    expires_at: Some(clock.now() + std::time::Duration::from_secs(60)),
+                    expires_at: Some((clock.now() + std::time::Duration::from_secs(60)).into()),
                     title: None,
                 },
             )

@@ -57,7 +57,9 @@ async fn fill<S: Store + 'static>(e: &Engine<S>) -> (String, String) {
                 kind: "approval".into(),
                 actions: vec!["approve".into()],
                 input: None,
-                expires_at: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_790_000_000)),
+                expires_at: Some(
+                    (SystemTime::UNIX_EPOCH + Duration::from_secs(1_790_000_000)).into(),
+                ),
                 title: None,
             },
         )

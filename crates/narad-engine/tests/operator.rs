@@ -83,7 +83,7 @@ async fn open_interrupts_pages_the_index_and_survives_a_restart() {
                     kind: format!("approval.{sid}"),
                     actions: vec!["approve".into(), "deny".into()],
                     input: None,
-                    expires_at: Some(expires),
+                    expires_at: Some(expires.into()),
                     title: None,
                 },
             )

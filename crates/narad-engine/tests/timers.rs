@@ -101,7 +101,7 @@ fn interrupt(run: &str, expires: std::time::SystemTime) -> Interrupt {
         kind: "approval".into(),
         actions: vec!["approve".into(), "deny".into()],
         input: None,
-        expires_at: Some(expires),
+        expires_at: Some(expires.into()),
         title: None,
     }
 }

@@ -124,7 +124,7 @@ async fn fill<S: Store + 'static>(store: S) -> Vec<String> {
                 kind: "approval".into(),
                 actions: vec!["approve".into()],
                 input: None,
-                expires_at: Some(due),
+                expires_at: Some(due.into()),
                 title: None,
             };
             e.request_interrupt(&me(), &sid, interrupt).await.unwrap();
