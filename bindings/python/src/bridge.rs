@@ -228,6 +228,14 @@ impl Wake for Task {
             self.channel.get().push(Item::Poll(Arc::clone(self)));
             return;
         }
+        self.to_runtime();
+    }
+}
+
+impl Task {
+    /// Moves the call onto a tokio worker, which drives it to its end and
+    /// queues its output for the loop.
+    fn to_runtime(self: &Arc<Self>) {
         let Some(rt) = RUNTIME.get() else { return };
         count(SPAWNED);
         let task = Arc::clone(self);
@@ -248,9 +256,7 @@ impl Wake for Task {
             handle.abort();
         }
     }
-}
 
-impl Task {
     /// Polls on the caller's thread (GIL released, inside the runtime);
     /// `Some` when done.
     fn poll_here(self: &Arc<Self>, py: Python<'_>, rt: &Runtime) -> Option<Done> {
@@ -291,22 +297,43 @@ fn resolve(py: Python<'_>, fut: &Bound<'_, PyAny>, done: Done) -> PyResult<()> {
 /// The completions of one asyncio loop. Engine threads never take the
 /// GIL: they queue the output (or, for a loop-driven task, the task) and
 /// write one byte to a pipe the loop watches when the queue turns
-/// non-empty; the loop then handles every queued item in one pass.
+/// non-empty; the loop then handles every queued item in one pass. Once
+/// the loop closes ([`LoopChannel::close`]), a call waiting for a poll on
+/// it goes to a tokio worker instead, so it still runs to its end (and
+/// releases what it holds, such as its session's turn).
 #[pyclass(frozen, module = "narad._native")]
 pub struct LoopChannel {
     queue: Mutex<Vec<Item>>,
+    /// Set (under `queue`'s lock) when the loop closed.
+    closed: AtomicBool,
     writer: Mutex<std::io::PipeWriter>,
     reader: Mutex<std::io::PipeReader>,
     fd: i64,
 }
 
+/// An item whose loop closed: a command waiting for its poll runs on a
+/// worker; an output nobody can receive, or a call that needs the loop,
+/// is dropped.
+fn off_loop(item: Item) {
+    if let Item::Poll(task) = item {
+        if task.driver == Driver::Runtime {
+            task.to_runtime();
+        }
+    }
+}
+
 impl LoopChannel {
     fn push(&self, item: Item) {
         let was_empty = match self.queue.lock() {
-            Ok(mut q) => {
+            Ok(mut q) if !self.closed.load(Ordering::Acquire) => {
                 let was_empty = q.is_empty();
                 q.push(item);
                 was_empty
+            }
+            Ok(q) => {
+                drop(q);
+                off_loop(item);
+                return;
             }
             Err(_) => return,
         };
@@ -327,10 +354,25 @@ impl LoopChannel {
         let fd = i64::from(reader.as_raw_fd());
         Ok(Self {
             queue: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
             writer: Mutex::new(writer),
             reader: Mutex::new(reader),
             fd,
         })
+    }
+
+    /// The loop is closing (called by `narad._bridge` from `loop.close`):
+    /// from now on, and for what is queued, a command waiting for a poll
+    /// goes to a worker.
+    fn close(&self) {
+        let items = match self.queue.lock() {
+            Ok(mut q) => {
+                self.closed.store(true, Ordering::Release);
+                std::mem::take(&mut *q)
+            }
+            Err(_) => return,
+        };
+        items.into_iter().for_each(off_loop);
     }
 
     /// The pipe's read end, for `loop.add_reader`.

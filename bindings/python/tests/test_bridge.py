@@ -1,5 +1,7 @@
 """The asyncio bridge's paths, read from the extension's counters (no timing)."""
 
+import asyncio
+
 import narad
 from narad import _native
 
@@ -52,3 +54,37 @@ async def test_first_wake_can_go_to_a_worker(url):
     st = await e.state(sid)
     assert len(st.runs) == 10 and all(r.state == "finished" for r in st.runs.values())
     await e.close()
+
+
+def test_a_command_in_flight_when_its_loop_closes_still_finishes(url):
+    # The command waits for the store when its loop closes: its poll, queued
+    # for that loop, goes to a tokio worker instead, so it finishes and the
+    # session takes the next command from another loop.
+    first = asyncio.new_event_loop()
+
+    async def start() -> tuple:
+        e = await narad.Engine.open(url)
+        sid = await e.create_session()
+        run = await e.start_run(sid)
+        e._native.message(sid, "in flight", None, None)  # not awaited
+        return e, sid, run
+
+    was = _native._set_loop_wake(True)
+    try:
+        e, sid, run = first.run_until_complete(start())
+        first.close()
+    finally:
+        _native._set_loop_wake(was)
+
+    async def after() -> None:
+        await asyncio.wait_for(e.message(sid, "after"), 10)
+        await asyncio.wait_for(e.end_run(sid, run), 10)
+        st = await e.state(sid)
+        assert [m.content for m in st.transcript] == ["in flight", "after"]
+        await e.close()
+
+    second = asyncio.new_event_loop()
+    try:
+        second.run_until_complete(after())
+    finally:
+        second.close()
