@@ -81,7 +81,8 @@ async def main() -> None:
     a = ap.parse_args()
     d = a.dir or tempfile.mkdtemp(prefix="narad-bench-")
     inline = os.environ.get("NARAD_INLINE_LIMIT", "default")
-    print(f"NARAD_INLINE_LIMIT={inline}; {a.rounds} interleaved rounds per row; "
+    loop_wake = os.environ.get("NARAD_LOOP_WAKE", "default")
+    print(f"NARAD_INLINE_LIMIT={inline} NARAD_LOOP_WAKE={loop_wake}; {a.rounds} interleaved rounds per row; "
           f"{a.turns_1} turns at 1 session, {a.turns_64} turns x 64 sessions; 8 commands per turn")
     print(f"{'store':8} {'sessions':>8} {'rust cmd/s':>11} {'python cmd/s':>13} {'median ratio':>13}"
           "  (medians; per-round python/rust ratios)")

@@ -3,17 +3,21 @@
 //! engine's tokio runtime; the stores do their IO on their own threads, so
 //! a poll never waits on IO): a call that does not wait is done with no
 //! thread hop. (With many in flight, calls start on the workers, so the
-//! engine's work runs in parallel rather than on the loop's thread.) A call that waits
-//! is moved onto a tokio worker by its first wake-up (the store's
-//! completion), so it costs no extra wake-up to hand it over; it then runs
-//! to its end on the runtime like a Rust caller's, and only its output is
-//! queued for the asyncio loop ([`LoopChannel`]), which a pipe the loop
-//! watches (`loop.add_reader`) wakes once per batch of completions.
+//! engine's work runs in parallel rather than on the loop's thread.) A call
+//! that waits is woken by the store's completion; that first wake-up queues
+//! one poll on the asyncio loop ([`LoopChannel`], a pipe the loop watches
+//! with `loop.add_reader`, one byte per batch), which usually finishes the
+//! command and sets its result there: one thread hop per command, as a Rust
+//! caller pays. A call still waiting after that poll moves onto a tokio
+//! worker at its next wake-up and runs to its end there like a Rust
+//! caller's; only its output is queued for the loop.
 //!
 //! Measured alternatives: letting the loop drive the future to its end
 //! costs one loop wake-up per internal await of a command (several per
 //! write), which made it 2-3x slower than a Rust caller; spawning on the
-//! runtime right after the first poll costs a worker wake-up per call.
+//! runtime right after the first poll costs a worker wake-up per call;
+//! moving the call onto a worker at its first wake-up (`NARAD_LOOP_WAKE=0`)
+//! costs two hops per command (store → worker → loop).
 //!
 //! Why not a stock bridge: a tokio worker that waits for the GIL stalls
 //! every other session on that worker, and one that takes it while the
@@ -90,6 +94,74 @@ fn inline_limit() -> usize {
     })
 }
 
+/// How calls moved through the bridge (for `_native._bridge_stats`, which
+/// the benchmark's breakdown reads): polls on the caller's thread that
+/// finished or waited, polls on the loop after a wake-up that finished or
+/// waited, calls moved onto a worker, outputs queued by a worker; then
+/// nanoseconds summed over wake-ups: from the inline poll's `Pending` to the
+/// first wake-up (the store's latency), from a loop-bound wake-up to its
+/// poll (the hop), and in those polls.
+static STATS: [AtomicUsize; 9] = [const { AtomicUsize::new(0) }; 9];
+const INLINE_READY: usize = 0;
+const INLINE_PENDING: usize = 1;
+const LOOP_READY: usize = 2;
+const LOOP_PENDING: usize = 3;
+const SPAWNED: usize = 4;
+const WORKER_DONE: usize = 5;
+const NS_PENDING_TO_WAKE: usize = 6;
+const NS_WAKE_TO_POLL: usize = 7;
+const NS_LOOP_POLL: usize = 8;
+static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();
+
+fn now_ns() -> usize {
+    EPOCH
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as usize
+}
+
+/// Adds the time since `mark` to `STATS[i]` (unless no mark was set yet)
+/// and moves the mark to now.
+fn add_since(i: usize, mark: &AtomicUsize) {
+    let now = now_ns();
+    let then = mark.swap(now, Ordering::Relaxed);
+    if then != 0 {
+        STATS[i].fetch_add(now.saturating_sub(then), Ordering::Relaxed);
+    }
+}
+
+fn count(i: usize) {
+    STATS[i].fetch_add(1, Ordering::Relaxed);
+}
+
+/// The bridge's counters, in the order of [`STATS`]'s doc.
+#[pyfunction]
+pub fn _bridge_stats() -> [usize; 9] {
+    std::array::from_fn(|i| STATS[i].load(Ordering::Relaxed))
+}
+
+static LOOP_FIRST_WAKE: OnceLock<AtomicBool> = OnceLock::new();
+
+fn loop_wake_flag() -> &'static AtomicBool {
+    LOOP_FIRST_WAKE.get_or_init(|| {
+        AtomicBool::new(std::env::var("NARAD_LOOP_WAKE").map_or(true, |v| v != "0"))
+    })
+}
+
+/// Whether an inline-polled call's first wake-up polls it on the loop
+/// (`NARAD_LOOP_WAKE=0`, or `_native._set_loop_wake(False)`, moves it onto a
+/// worker instead; for measuring).
+fn loop_first_wake() -> bool {
+    loop_wake_flag().load(Ordering::Relaxed)
+}
+
+/// Sets [`loop_first_wake`] (for A/B measurement in one process);
+/// returns the previous setting.
+#[pyfunction]
+pub fn _set_loop_wake(on: bool) -> bool {
+    loop_wake_flag().swap(on, Ordering::Relaxed)
+}
+
 /// Counts a command in [`BUSY`] until its task is dropped.
 struct Busy;
 
@@ -125,6 +197,11 @@ struct Task {
     driver: Driver,
     /// Runtime: moved onto a worker. Loop: queued for a poll.
     scheduled: AtomicBool,
+    /// Runtime driver, polled inline: the next wake-up queues one poll on
+    /// the loop's thread instead of moving the call onto a worker (see
+    /// [`Task::wake_by_ref`]).
+    wake_to_loop: AtomicBool,
+    mark: AtomicUsize,
     abort: Mutex<Option<tokio::task::AbortHandle>>,
     /// Set when the asyncio future was cancelled (abortable waits only).
     cancelled: AtomicBool,
@@ -140,17 +217,34 @@ impl Wake for Task {
         if self.scheduled.swap(true, Ordering::AcqRel) {
             return;
         }
-        if self.driver == Driver::Loop {
+        // The first wake-up of an inline-polled call (usually the store's
+        // completion, after which the command finishes) wakes the loop,
+        // which polls it and sets the result there: one thread hop, as a
+        // Rust caller pays, instead of worker then loop. A call still
+        // pending after that poll goes to a worker on its next wake-up, so
+        // the loop never drives a command's every internal await.
+        add_since(NS_PENDING_TO_WAKE, &self.mark);
+        if self.driver == Driver::Loop || self.wake_to_loop.swap(false, Ordering::AcqRel) {
             self.channel.get().push(Item::Poll(Arc::clone(self)));
             return;
         }
+        self.to_runtime();
+    }
+}
+
+impl Task {
+    /// Moves the call onto a tokio worker, which drives it to its end and
+    /// queues its output for the loop.
+    fn to_runtime(self: &Arc<Self>) {
         let Some(rt) = RUNTIME.get() else { return };
+        count(SPAWNED);
         let task = Arc::clone(self);
         let handle = rt.spawn(async move {
             // Waits for the inline poll to return if it is still running.
             let fut = task.fut.lock().ok().and_then(|mut f| f.take());
             if let Some(fut) = fut {
                 let done = fut.await;
+                count(WORKER_DONE);
                 task.channel.get().push(Item::Done(Arc::clone(&task), done));
             }
         });
@@ -162,15 +256,11 @@ impl Wake for Task {
             handle.abort();
         }
     }
-}
 
-impl Task {
     /// Polls on the caller's thread (GIL released, inside the runtime);
     /// `Some` when done.
     fn poll_here(self: &Arc<Self>, py: Python<'_>, rt: &Runtime) -> Option<Done> {
-        if self.driver == Driver::Loop {
-            self.scheduled.store(false, Ordering::Release);
-        }
+        self.scheduled.store(false, Ordering::Release);
         let waker = Waker::from(Arc::clone(self));
         let _in_runtime = rt.enter();
         py.detach(|| {
@@ -207,22 +297,43 @@ fn resolve(py: Python<'_>, fut: &Bound<'_, PyAny>, done: Done) -> PyResult<()> {
 /// The completions of one asyncio loop. Engine threads never take the
 /// GIL: they queue the output (or, for a loop-driven task, the task) and
 /// write one byte to a pipe the loop watches when the queue turns
-/// non-empty; the loop then handles every queued item in one pass.
+/// non-empty; the loop then handles every queued item in one pass. Once
+/// the loop closes ([`LoopChannel::close`]), a call waiting for a poll on
+/// it goes to a tokio worker instead, so it still runs to its end (and
+/// releases what it holds, such as its session's turn).
 #[pyclass(frozen, module = "narad._native")]
 pub struct LoopChannel {
     queue: Mutex<Vec<Item>>,
+    /// Set (under `queue`'s lock) when the loop closed.
+    closed: AtomicBool,
     writer: Mutex<std::io::PipeWriter>,
     reader: Mutex<std::io::PipeReader>,
     fd: i64,
 }
 
+/// An item whose loop closed: a command waiting for its poll runs on a
+/// worker; an output nobody can receive, or a call that needs the loop,
+/// is dropped.
+fn off_loop(item: Item) {
+    if let Item::Poll(task) = item {
+        if task.driver == Driver::Runtime {
+            task.to_runtime();
+        }
+    }
+}
+
 impl LoopChannel {
     fn push(&self, item: Item) {
         let was_empty = match self.queue.lock() {
-            Ok(mut q) => {
+            Ok(mut q) if !self.closed.load(Ordering::Acquire) => {
                 let was_empty = q.is_empty();
                 q.push(item);
                 was_empty
+            }
+            Ok(q) => {
+                drop(q);
+                off_loop(item);
+                return;
             }
             Err(_) => return,
         };
@@ -243,10 +354,25 @@ impl LoopChannel {
         let fd = i64::from(reader.as_raw_fd());
         Ok(Self {
             queue: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
             writer: Mutex::new(writer),
             reader: Mutex::new(reader),
             fd,
         })
+    }
+
+    /// The loop is closing (called by `narad._bridge` from `loop.close`):
+    /// from now on, and for what is queued, a command waiting for a poll
+    /// goes to a worker.
+    fn close(&self) {
+        let items = match self.queue.lock() {
+            Ok(mut q) => {
+                self.closed.store(true, Ordering::Release);
+                std::mem::take(&mut *q)
+            }
+            Err(_) => return,
+        };
+        items.into_iter().for_each(off_loop);
     }
 
     /// The pipe's read end, for `loop.add_reader`.
@@ -272,8 +398,15 @@ impl LoopChannel {
             match item {
                 Item::Done(task, done) => resolve(py, task.py_fut.bind(py), done)?,
                 Item::Poll(task) => {
-                    if let Some(done) = task.poll_here(py, rt) {
-                        resolve(py, task.py_fut.bind(py), done)?;
+                    add_since(NS_WAKE_TO_POLL, &task.mark);
+                    let polled = task.poll_here(py, rt);
+                    add_since(NS_LOOP_POLL, &task.mark);
+                    match polled {
+                        Some(done) => {
+                            count(LOOP_READY);
+                            resolve(py, task.py_fut.bind(py), done)?;
+                        }
+                        None => count(LOOP_PENDING),
                     }
                 }
             }
@@ -372,16 +505,23 @@ where
         channel,
         driver,
         scheduled: AtomicBool::new(false),
+        wake_to_loop: AtomicBool::new(driver == Driver::Runtime && loop_first_wake()),
+        mark: AtomicUsize::new(0),
         abort: Mutex::new(None),
         cancelled: AtomicBool::new(false),
         _busy: (!abortable).then(Busy::new),
     });
     let crowded = BUSY.load(Ordering::Acquire) > inline_limit();
     if driver == Driver::Runtime && crowded {
+        task.wake_to_loop.store(false, Ordering::Release);
         task.wake_by_ref();
     } else if let Some(done) = task.poll_here(py, rt) {
+        count(INLINE_READY);
         resolve(py, &py_fut, done)?;
         return Ok(py_fut);
+    } else {
+        count(INLINE_PENDING);
+        task.mark.store(now_ns(), Ordering::Relaxed);
     }
     if abortable {
         py_fut.call_method1(intern!(py, "add_done_callback"), (DropOnCancel(task),))?;

@@ -19,9 +19,22 @@ def channel(loop: Any) -> Any:
         _channels[loop] = ch
         try:
             loop._narad_channel = ch  # the fast path the extension reads
+            loop.close = _closing(loop.close, ch)
         except AttributeError:
             pass
     return ch
+
+
+def _closing(close: Any, ch: Any) -> Any:
+    """``loop.close`` that first hands calls still waiting for a poll on
+    this loop to the engine's workers, so they finish (and free their
+    session) though the loop is gone."""
+
+    def wrapped() -> None:
+        ch.close()
+        close()
+
+    return wrapped
 
 
 def resolve(fut: Any, ok: bool, value: Any) -> None:

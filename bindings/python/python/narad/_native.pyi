@@ -19,6 +19,19 @@ class LoopChannel:
     @property
     def fd(self) -> int: ...
     def drain(self) -> None: ...
+    def close(self) -> None: ...
+
+def _bridge_stats() -> List[int]:
+    """The bridge's counters: inline polls done / waiting, loop polls after a
+    wake-up done / waiting, calls moved onto a worker, outputs a worker
+    queued; then nanoseconds summed: inline ``Pending`` to first wake-up,
+    loop-bound wake-up to its poll, in those polls."""
+    ...
+
+def _set_loop_wake(on: bool) -> bool:
+    """Whether an inline-polled call's first wake-up is polled on the loop
+    (default; ``NARAD_LOOP_WAKE=0`` turns it off); returns the old setting."""
+    ...
 
 class NativeClock:
     """A clock that moves only when told."""

@@ -1,0 +1,90 @@
+"""The asyncio bridge's paths, read from the extension's counters (no timing)."""
+
+import asyncio
+
+import narad
+from narad import _native
+
+INLINE_PENDING, LOOP_READY, LOOP_PENDING, SPAWNED = 1, 2, 3, 4
+
+
+async def _turns(e: narad.Engine, sid: str, n: int) -> list:
+    before = _native._bridge_stats()
+    for _ in range(n):
+        run = await e.start_run(sid)
+        tool = await e.start_tool_call(sid, run, "weather", {"city": "Oslo"})
+        await e.finish_tool_call(sid, tool, {"temp": 3})
+        await e.end_run(sid, run)
+    return [b - a for a, b in zip(before, _native._bridge_stats())]
+
+
+async def test_first_wake_is_polled_on_the_loop(url):
+    # One session: each command is polled inline and waits for the store;
+    # the store's completion queues a poll on the loop, which finishes the
+    # command there. Only a command still waiting after that poll goes to a
+    # tokio worker, so worker hand-overs are at most the loop polls that waited.
+    e = await narad.Engine.open(url)
+    sid = await e.create_session()
+    was = _native._set_loop_wake(True)
+    try:
+        d = await _turns(e, sid, 10)
+    finally:
+        _native._set_loop_wake(was)
+    assert d[INLINE_PENDING] > 0
+    assert d[LOOP_READY] + d[LOOP_PENDING] > 0
+    assert d[LOOP_READY] > d[LOOP_PENDING]
+    assert d[SPAWNED] <= d[LOOP_PENDING]
+    st = await e.state(sid)
+    assert len(st.runs) == 10 and all(r.state == "finished" for r in st.runs.values())
+    await e.close()
+
+
+async def test_first_wake_can_go_to_a_worker(url):
+    # The measured alternative (NARAD_LOOP_WAKE=0): the first wake-up moves
+    # the call onto a worker and the loop only receives its output.
+    e = await narad.Engine.open(url)
+    sid = await e.create_session()
+    was = _native._set_loop_wake(False)
+    try:
+        d = await _turns(e, sid, 10)
+    finally:
+        _native._set_loop_wake(was)
+    assert d[LOOP_READY] + d[LOOP_PENDING] == 0
+    assert d[SPAWNED] >= d[INLINE_PENDING] > 0
+    st = await e.state(sid)
+    assert len(st.runs) == 10 and all(r.state == "finished" for r in st.runs.values())
+    await e.close()
+
+
+def test_a_command_in_flight_when_its_loop_closes_still_finishes(url):
+    # The command waits for the store when its loop closes: its poll, queued
+    # for that loop, goes to a tokio worker instead, so it finishes and the
+    # session takes the next command from another loop.
+    first = asyncio.new_event_loop()
+
+    async def start() -> tuple:
+        e = await narad.Engine.open(url)
+        sid = await e.create_session()
+        run = await e.start_run(sid)
+        e._native.message(sid, "in flight", None, None)  # not awaited
+        return e, sid, run
+
+    was = _native._set_loop_wake(True)
+    try:
+        e, sid, run = first.run_until_complete(start())
+        first.close()
+    finally:
+        _native._set_loop_wake(was)
+
+    async def after() -> None:
+        await asyncio.wait_for(e.message(sid, "after"), 10)
+        await asyncio.wait_for(e.end_run(sid, run), 10)
+        st = await e.state(sid)
+        assert [m.content for m in st.transcript] == ["in flight", "after"]
+        await e.close()
+
+    second = asyncio.new_event_loop()
+    try:
+        second.run_until_complete(after())
+    finally:
+        second.close()
