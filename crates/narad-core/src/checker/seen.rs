@@ -179,7 +179,7 @@ impl Serialize for Seen {
     }
 }
 
-/// Reads the pairs (snapshot format 4; older snapshots are not restored).
+/// Reads the pairs (snapshot format 5; older snapshots are not restored).
 impl<'de> Deserialize<'de> for Seen {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
