@@ -22,13 +22,16 @@ pub(crate) enum Item<'a> {
     Json(&'a Value),
 }
 
-/// The fingerprint of an object given as members; equal to [`of_map`] of
-/// the object they form. Sorts `members` by key.
-pub(crate) fn of_members(members: &mut [(&str, Item<'_>)]) -> u64 {
-    members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+/// The fingerprint of an object given as its possible members in key
+/// order, `None` for an absent one; equal to [`of_map`] of the object the
+/// present ones form.
+pub(crate) fn of_sorted(members: &[(&str, Option<Item<'_>>)]) -> u64 {
+    debug_assert!(members.windows(2).all(|w| w[0].0 < w[1].0));
+    let present = members.iter().filter(|(_, v)| v.is_some()).count();
     let mut h = Walk::new();
-    h.tagged(b'{', &(members.len() as u64).to_le_bytes());
-    for (k, v) in members.iter() {
+    h.tagged(b'{', &(present as u64).to_le_bytes());
+    for (k, v) in members {
+        let Some(v) = v else { continue };
         h.tagged(b'k', k.as_bytes());
         match v {
             Item::Str(s) => h.tagged(b's', s.as_bytes()),
@@ -132,12 +135,14 @@ mod tests {
         let v = serde_json::json!({"b": "x", "a": 3, "c": ["p", "q"], "d": {"z": null, "y": 1.5}});
         let Value::Object(map) = &v else { panic!() };
         let strs = vec!["p".to_owned(), "q".to_owned()];
-        let mut members = vec![
-            ("d", Item::Json(&map["d"])),
-            ("c", Item::Strs(&strs)),
-            ("b", Item::Str("x")),
-            ("a", Item::Uint(3)),
+        let members = [
+            ("a", Some(Item::Uint(3))),
+            ("aa", None),
+            ("b", Some(Item::Str("x"))),
+            ("c", Some(Item::Strs(&strs))),
+            ("cc", None),
+            ("d", Some(Item::Json(&map["d"]))),
         ];
-        assert_eq!(of_members(&mut members), of_map(map));
+        assert_eq!(of_sorted(&members), of_map(map));
     }
 }
