@@ -243,9 +243,9 @@ pub struct Checker {
 }
 
 /// Version of the [`Checker::snapshot`] layout. Version 5: deduplication
-/// sets hold `[eventId hash, folded 32-bit fingerprint]` pairs, the
-/// fingerprint being the word-at-a-time hash of [`crate::fingerprint`].
-/// Earlier versions (FNV fingerprints, 64-bit fingerprints, or eventIds
+/// sets hold `[eventId hash, folded 32-bit fingerprint]` pairs, both
+/// the word-at-a-time hash of [`crate::fingerprint`]. Earlier versions
+/// (SipHash ids and FNV fingerprints, 64-bit fingerprints, or eventIds
 /// themselves) are not restored: the host replays the journal instead.
 const SNAPSHOT_FORMAT: u32 = 5;
 
