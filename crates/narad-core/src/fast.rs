@@ -13,7 +13,7 @@
 //! accepts, the result equals the slow path's (`tests/fast_path.rs` checks
 //! this on every published trace and on random records).
 
-use crate::fingerprint::{of_sorted, Item};
+use crate::fingerprint::{key_word, of_sorted, Item};
 use crate::json::StrictValue;
 use crate::model::{
     AuthorityEnvelope, AuthorityEvent, AuthorityPayload as P, CustomFields, Executor,
@@ -142,74 +142,89 @@ fn ensure(ok: bool) -> Option<()> {
     ok.then_some(())
 }
 
+/// A member for [`of_sorted`]: its name, the name's hash computed at
+/// compile time, and its value.
+macro_rules! member {
+    ($k:literal, $v:expr) => {
+        (
+            $k,
+            {
+                const K: u64 = key_word($k);
+                K
+            },
+            $v,
+        )
+    };
+}
+
 /// The fingerprint of the object the members form (see `crate::fingerprint`).
 /// The members are listed in key order, so nothing is sorted or collected.
 fn fingerprint(f: &Flat<'_>) -> u64 {
-    let members: [(&str, Option<Item<'_>>); 46] = [
-        ("actions", f.actions.as_deref().map(Item::Strs)),
-        ("args", f.args.as_ref().map(|StrictValue(v)| Item::Json(v))),
-        ("category", f.category.as_deref().map(Item::Str)),
-        (
+    let members: [(&str, u64, Option<Item<'_>>); 46] = [
+        member!("actions", f.actions.as_deref().map(Item::Strs)),
+        member!("args", f.args.as_ref().map(|StrictValue(v)| Item::Json(v))),
+        member!("category", f.category.as_deref().map(Item::Str)),
+        member!(
             "clientExecutorId",
-            f.client_executor_id.as_deref().map(Item::Str),
+            f.client_executor_id.as_deref().map(Item::Str)
         ),
-        ("code", f.code.as_deref().map(Item::Str)),
-        ("decision", f.decision.as_deref().map(Item::Str)),
-        ("delta", f.delta.as_deref().map(Item::Str)),
-        ("detail", f.detail.as_deref().map(Item::Str)),
-        ("eventId", Some(Item::Str(&f.event_id))),
-        ("executor", f.executor.map(Item::Str)),
-        ("expiresAt", f.expires_at.as_deref().map(Item::Str)),
-        (
+        member!("code", f.code.as_deref().map(Item::Str)),
+        member!("decision", f.decision.as_deref().map(Item::Str)),
+        member!("delta", f.delta.as_deref().map(Item::Str)),
+        member!("detail", f.detail.as_deref().map(Item::Str)),
+        member!("eventId", Some(Item::Str(&f.event_id))),
+        member!("executor", f.executor.map(Item::Str)),
+        member!("expiresAt", f.expires_at.as_deref().map(Item::Str)),
+        member!(
             "input",
-            f.input.as_ref().map(|StrictValue(v)| Item::Json(v)),
+            f.input.as_ref().map(|StrictValue(v)| Item::Json(v))
         ),
-        ("interruptId", f.interrupt_id.as_deref().map(Item::Str)),
-        ("kind", f.kind.as_deref().map(Item::Str)),
-        ("label", f.label.as_deref().map(Item::Str)),
-        ("message", f.message.as_deref().map(Item::Str)),
-        ("messageId", f.message_id.as_deref().map(Item::Str)),
-        ("messageScope", f.message_scope.map(Item::Str)),
-        ("name", f.name.as_deref().map(Item::Str)),
-        ("outcome", f.outcome.map(Item::Str)),
-        ("parentRunId", f.parent_run_id.as_deref().map(Item::Str)),
-        (
+        member!("interruptId", f.interrupt_id.as_deref().map(Item::Str)),
+        member!("kind", f.kind.as_deref().map(Item::Str)),
+        member!("label", f.label.as_deref().map(Item::Str)),
+        member!("message", f.message.as_deref().map(Item::Str)),
+        member!("messageId", f.message_id.as_deref().map(Item::Str)),
+        member!("messageScope", f.message_scope.map(Item::Str)),
+        member!("name", f.name.as_deref().map(Item::Str)),
+        member!("outcome", f.outcome.map(Item::Str)),
+        member!("parentRunId", f.parent_run_id.as_deref().map(Item::Str)),
+        member!(
             "parentToolCallId",
-            f.parent_tool_call_id.as_deref().map(Item::Str),
+            f.parent_tool_call_id.as_deref().map(Item::Str)
         ),
-        ("privacy", f.privacy.map(Item::Str)),
-        ("progressId", f.progress_id.as_deref().map(Item::Str)),
-        ("protocolVersion", Some(Item::Str(f.protocol_version))),
-        ("reason", f.reason.as_deref().map(Item::Str)),
-        ("reasoningId", f.reasoning_id.as_deref().map(Item::Str)),
-        (
+        member!("privacy", f.privacy.map(Item::Str)),
+        member!("progressId", f.progress_id.as_deref().map(Item::Str)),
+        member!("protocolVersion", Some(Item::Str(f.protocol_version))),
+        member!("reason", f.reason.as_deref().map(Item::Str)),
+        member!("reasoningId", f.reasoning_id.as_deref().map(Item::Str)),
+        member!(
             "response",
-            f.response.as_ref().map(|StrictValue(v)| Item::Json(v)),
+            f.response.as_ref().map(|StrictValue(v)| Item::Json(v))
         ),
-        ("role", f.role.map(Item::Str)),
-        ("rootRunId", f.root_run_id.as_deref().map(Item::Str)),
-        ("runId", f.run_id.as_deref().map(Item::Str)),
-        ("scope", f.scope.map(Item::Str)),
-        ("sequence", f.sequence.map(Item::Uint)),
-        ("sessionId", Some(Item::Str(&f.session_id))),
-        ("sessionSequence", Some(Item::Uint(f.session_sequence))),
-        ("status", f.status.map(Item::Str)),
-        ("timestamp", Some(Item::Str(&f.timestamp))),
-        ("title", f.title.as_deref().map(Item::Str)),
-        ("toolCallId", f.tool_call_id.as_deref().map(Item::Str)),
-        ("toolName", f.tool_name.as_deref().map(Item::Str)),
-        ("type", Some(Item::Str(f.ty))),
-        (
+        member!("role", f.role.map(Item::Str)),
+        member!("rootRunId", f.root_run_id.as_deref().map(Item::Str)),
+        member!("runId", f.run_id.as_deref().map(Item::Str)),
+        member!("scope", f.scope.map(Item::Str)),
+        member!("sequence", f.sequence.map(Item::Uint)),
+        member!("sessionId", Some(Item::Str(&f.session_id))),
+        member!("sessionSequence", Some(Item::Uint(f.session_sequence))),
+        member!("status", f.status.map(Item::Str)),
+        member!("timestamp", Some(Item::Str(&f.timestamp))),
+        member!("title", f.title.as_deref().map(Item::Str)),
+        member!("toolCallId", f.tool_call_id.as_deref().map(Item::Str)),
+        member!("toolName", f.tool_name.as_deref().map(Item::Str)),
+        member!("type", Some(Item::Str(f.ty))),
+        member!(
             "usage",
-            f.usage.as_ref().map(|StrictValue(v)| Item::Json(v)),
+            f.usage.as_ref().map(|StrictValue(v)| Item::Json(v))
         ),
-        (
+        member!(
             "value",
-            f.value.as_ref().map(|StrictValue(v)| Item::Json(v)),
+            f.value.as_ref().map(|StrictValue(v)| Item::Json(v))
         ),
-        ("waitId", f.wait_id.as_deref().map(Item::Str)),
-        ("workflowId", f.workflow_id.as_deref().map(Item::Str)),
-        ("workflowSequence", f.workflow_sequence.map(Item::Uint)),
+        member!("waitId", f.wait_id.as_deref().map(Item::Str)),
+        member!("workflowId", f.workflow_id.as_deref().map(Item::Str)),
+        member!("workflowSequence", f.workflow_sequence.map(Item::Uint)),
     ];
     of_sorted(&members)
 }

@@ -31,16 +31,17 @@ pub(crate) enum Item<'a> {
 }
 
 /// The fingerprint of an object given as its possible members in key
-/// order, `None` for an absent one; equal to [`of_map`] of the object the
-/// present ones form.
-pub(crate) fn of_sorted(members: &[(&str, Option<Item<'_>>)]) -> u64 {
+/// order, each with its [`key_word`], `None` for an absent one; equal to
+/// [`of_map`] of the object the present ones form.
+pub(crate) fn of_sorted(members: &[(&str, u64, Option<Item<'_>>)]) -> u64 {
     debug_assert!(members.windows(2).all(|w| w[0].0 < w[1].0));
-    let present = members.iter().filter(|(_, v)| v.is_some()).count();
+    debug_assert!(members.iter().all(|(k, w, _)| key_word(k) == *w));
+    let present = members.iter().filter(|(_, _, v)| v.is_some()).count();
     let mut h = Walk::new();
     h.tagged(b'{', &(present as u64).to_le_bytes());
-    for (k, v) in members {
+    for (_, k, v) in members {
         let Some(v) = v else { continue };
-        h.tagged(b'k', k.as_bytes());
+        h.word(*k);
         match v {
             Item::Str(s) => h.tagged(b's', s.as_bytes()),
             Item::Uint(u) => h.tagged(b'u', &u.to_le_bytes()),
@@ -66,9 +67,31 @@ const ID_SEED: u64 = 0x082e_fa98_ec4e_6c89;
 const MUL: u64 = 0x1319_8a2e_0370_7344 | 1;
 const FIN: u64 = 0xa409_3822_299f_31d0 | 1;
 
-fn fold_mul(a: u64, b: u64) -> u64 {
-    let p = u128::from(a) * u128::from(b);
+const fn fold_mul(a: u64, b: u64) -> u64 {
+    let p = (a as u128) * (b as u128);
     (p as u64) ^ ((p >> 64) as u64)
+}
+
+const KEY_SEED: u64 = 0x4528_21e6_38d0_1377;
+
+/// A member name's own hash, fed to the walk as one word in place of the
+/// name's bytes. A const fn, so the fast path's names are hashed at
+/// compile time.
+pub(crate) const fn key_word(k: &str) -> u64 {
+    let b = k.as_bytes();
+    let mut h = KEY_SEED ^ (b.len() as u64);
+    let mut i = 0;
+    while i < b.len() {
+        let mut w = 0u64;
+        let mut j = 0;
+        while j < 8 && i + j < b.len() {
+            w |= (b[i + j] as u64) << (8 * j);
+            j += 1;
+        }
+        h = fold_mul(h ^ w, MUL);
+        i += 8;
+    }
+    fold_mul(h ^ KEY_SEED, FIN)
 }
 
 impl Walk {
@@ -109,7 +132,7 @@ impl Walk {
     fn object(&mut self, map: &Map<String, Value>) {
         self.tagged(b'{', &(map.len() as u64).to_le_bytes());
         for (k, v) in map {
-            self.tagged(b'k', k.as_bytes());
+            self.word(key_word(k));
             self.value(v);
         }
     }
@@ -145,12 +168,12 @@ mod tests {
         let Value::Object(map) = &v else { panic!() };
         let strs = vec!["p".to_owned(), "q".to_owned()];
         let members = [
-            ("a", Some(Item::Uint(3))),
-            ("aa", None),
-            ("b", Some(Item::Str("x"))),
-            ("c", Some(Item::Strs(&strs))),
-            ("cc", None),
-            ("d", Some(Item::Json(&map["d"]))),
+            ("a", key_word("a"), Some(Item::Uint(3))),
+            ("aa", key_word("aa"), None),
+            ("b", key_word("b"), Some(Item::Str("x"))),
+            ("c", key_word("c"), Some(Item::Strs(&strs))),
+            ("cc", key_word("cc"), None),
+            ("d", key_word("d"), Some(Item::Json(&map["d"]))),
         ];
         assert_eq!(of_sorted(&members), of_map(map));
     }
