@@ -13,7 +13,7 @@
 //! accepts, the result equals the slow path's (`tests/fast_path.rs` checks
 //! this on every published trace and on random records).
 
-use crate::fingerprint::{of_members, Item};
+use crate::fingerprint::{key_word, of_sorted, Item};
 use crate::json::StrictValue;
 use crate::model::{
     AuthorityEnvelope, AuthorityEvent, AuthorityPayload as P, CustomFields, Executor,
@@ -142,77 +142,91 @@ fn ensure(ok: bool) -> Option<()> {
     ok.then_some(())
 }
 
+/// A member for [`of_sorted`]: its name, the name's hash computed at
+/// compile time, and its value.
+macro_rules! member {
+    ($k:literal, $v:expr) => {
+        (
+            $k,
+            {
+                const K: u64 = key_word($k);
+                K
+            },
+            $v,
+        )
+    };
+}
+
 /// The fingerprint of the object the members form (see `crate::fingerprint`).
+/// The members are listed in key order, so nothing is sorted or collected.
 fn fingerprint(f: &Flat<'_>) -> u64 {
-    let mut m: Vec<(&str, Item<'_>)> = Vec::with_capacity(16);
-    let strs: [(&str, Option<&str>); 37] = [
-        ("type", Some(f.ty)),
-        ("protocolVersion", Some(f.protocol_version)),
-        ("eventId", Some(&f.event_id)),
-        ("timestamp", Some(&f.timestamp)),
-        ("sessionId", Some(&f.session_id)),
-        ("workflowId", f.workflow_id.as_deref()),
-        ("rootRunId", f.root_run_id.as_deref()),
-        ("runId", f.run_id.as_deref()),
-        ("parentRunId", f.parent_run_id.as_deref()),
-        ("parentToolCallId", f.parent_tool_call_id.as_deref()),
-        ("clientExecutorId", f.client_executor_id.as_deref()),
-        ("toolCallId", f.tool_call_id.as_deref()),
-        ("toolName", f.tool_name.as_deref()),
-        ("executor", f.executor),
-        ("outcome", f.outcome),
-        ("code", f.code.as_deref()),
-        ("message", f.message.as_deref()),
-        ("interruptId", f.interrupt_id.as_deref()),
-        ("waitId", f.wait_id.as_deref()),
-        ("kind", f.kind.as_deref()),
-        ("scope", f.scope),
-        ("expiresAt", f.expires_at.as_deref()),
-        ("title", f.title.as_deref()),
-        ("decision", f.decision.as_deref()),
-        ("reason", f.reason.as_deref()),
-        ("progressId", f.progress_id.as_deref()),
-        ("category", f.category.as_deref()),
-        ("label", f.label.as_deref()),
-        ("detail", f.detail.as_deref()),
-        ("status", f.status),
-        ("privacy", f.privacy),
-        ("name", f.name.as_deref()),
-        ("messageId", f.message_id.as_deref()),
-        ("delta", f.delta.as_deref()),
-        ("role", f.role),
-        ("messageScope", f.message_scope),
-        ("reasoningId", f.reasoning_id.as_deref()),
+    let members: [(&str, u64, Option<Item<'_>>); 46] = [
+        member!("actions", f.actions.as_deref().map(Item::Strs)),
+        member!("args", f.args.as_ref().map(|StrictValue(v)| Item::Json(v))),
+        member!("category", f.category.as_deref().map(Item::Str)),
+        member!(
+            "clientExecutorId",
+            f.client_executor_id.as_deref().map(Item::Str)
+        ),
+        member!("code", f.code.as_deref().map(Item::Str)),
+        member!("decision", f.decision.as_deref().map(Item::Str)),
+        member!("delta", f.delta.as_deref().map(Item::Str)),
+        member!("detail", f.detail.as_deref().map(Item::Str)),
+        member!("eventId", Some(Item::Str(&f.event_id))),
+        member!("executor", f.executor.map(Item::Str)),
+        member!("expiresAt", f.expires_at.as_deref().map(Item::Str)),
+        member!(
+            "input",
+            f.input.as_ref().map(|StrictValue(v)| Item::Json(v))
+        ),
+        member!("interruptId", f.interrupt_id.as_deref().map(Item::Str)),
+        member!("kind", f.kind.as_deref().map(Item::Str)),
+        member!("label", f.label.as_deref().map(Item::Str)),
+        member!("message", f.message.as_deref().map(Item::Str)),
+        member!("messageId", f.message_id.as_deref().map(Item::Str)),
+        member!("messageScope", f.message_scope.map(Item::Str)),
+        member!("name", f.name.as_deref().map(Item::Str)),
+        member!("outcome", f.outcome.map(Item::Str)),
+        member!("parentRunId", f.parent_run_id.as_deref().map(Item::Str)),
+        member!(
+            "parentToolCallId",
+            f.parent_tool_call_id.as_deref().map(Item::Str)
+        ),
+        member!("privacy", f.privacy.map(Item::Str)),
+        member!("progressId", f.progress_id.as_deref().map(Item::Str)),
+        member!("protocolVersion", Some(Item::Str(f.protocol_version))),
+        member!("reason", f.reason.as_deref().map(Item::Str)),
+        member!("reasoningId", f.reasoning_id.as_deref().map(Item::Str)),
+        member!(
+            "response",
+            f.response.as_ref().map(|StrictValue(v)| Item::Json(v))
+        ),
+        member!("role", f.role.map(Item::Str)),
+        member!("rootRunId", f.root_run_id.as_deref().map(Item::Str)),
+        member!("runId", f.run_id.as_deref().map(Item::Str)),
+        member!("scope", f.scope.map(Item::Str)),
+        member!("sequence", f.sequence.map(Item::Uint)),
+        member!("sessionId", Some(Item::Str(&f.session_id))),
+        member!("sessionSequence", Some(Item::Uint(f.session_sequence))),
+        member!("status", f.status.map(Item::Str)),
+        member!("timestamp", Some(Item::Str(&f.timestamp))),
+        member!("title", f.title.as_deref().map(Item::Str)),
+        member!("toolCallId", f.tool_call_id.as_deref().map(Item::Str)),
+        member!("toolName", f.tool_name.as_deref().map(Item::Str)),
+        member!("type", Some(Item::Str(f.ty))),
+        member!(
+            "usage",
+            f.usage.as_ref().map(|StrictValue(v)| Item::Json(v))
+        ),
+        member!(
+            "value",
+            f.value.as_ref().map(|StrictValue(v)| Item::Json(v))
+        ),
+        member!("waitId", f.wait_id.as_deref().map(Item::Str)),
+        member!("workflowId", f.workflow_id.as_deref().map(Item::Str)),
+        member!("workflowSequence", f.workflow_sequence.map(Item::Uint)),
     ];
-    for (k, v) in strs {
-        if let Some(v) = v {
-            m.push((k, Item::Str(v)));
-        }
-    }
-    m.push(("sessionSequence", Item::Uint(f.session_sequence)));
-    for (k, v) in [
-        ("workflowSequence", f.workflow_sequence),
-        ("sequence", f.sequence),
-    ] {
-        if let Some(v) = v {
-            m.push((k, Item::Uint(v)));
-        }
-    }
-    for (k, v) in [
-        ("usage", &f.usage),
-        ("args", &f.args),
-        ("response", &f.response),
-        ("input", &f.input),
-        ("value", &f.value),
-    ] {
-        if let Some(StrictValue(v)) = v {
-            m.push((k, Item::Json(v)));
-        }
-    }
-    if let Some(a) = &f.actions {
-        m.push(("actions", Item::Strs(a)));
-    }
-    of_members(&mut m)
+    of_sorted(&members)
 }
 
 impl Validator {

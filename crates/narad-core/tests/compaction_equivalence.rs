@@ -315,7 +315,7 @@ proptest! {
     }
 }
 
-/// Snapshot format 4 holds folded fingerprints: an older snapshot is not
+/// Snapshot format 5 holds folded fingerprints of the current hash: an older snapshot is not
 /// restored (the host replays its journal instead), and a current one
 /// restores to the same state, closed history included.
 #[test]
@@ -346,7 +346,7 @@ fn only_the_current_snapshot_format_restores() {
     let restored = Checker::restore(Validator::default(), &snap).unwrap();
     assert_eq!(restored.debug_state(), c.debug_state());
     let text = String::from_utf8(snap).unwrap();
-    assert!(text.contains(r#""format":4"#));
-    let old = text.replace(r#""format":4"#, r#""format":3"#);
+    assert!(text.contains(r#""format":5"#));
+    let old = text.replace(r#""format":5"#, r#""format":4"#);
     assert!(Checker::restore(Validator::default(), old.as_bytes()).is_none());
 }

@@ -207,9 +207,14 @@ impl Arena {
         self.reindex();
     }
 
-    /// Returns spare capacity (the session is idle).
+    /// Returns spare capacity (the session is idle) once it exceeds the
+    /// records: below that it is what the vector's doubling left, and
+    /// trimming it after every run made the next run's first insert grow
+    /// the arena again (a realloc, a page-table move for a large one).
     pub fn shrink(&mut self) {
-        self.bytes.shrink_to_fit();
+        if self.bytes.capacity() / 2 > self.bytes.len() {
+            self.bytes.shrink_to_fit();
+        }
     }
 
     /// Every live record, in id order.

@@ -242,11 +242,12 @@ pub struct Checker {
     full_history: bool,
 }
 
-/// Version of the [`Checker::snapshot`] layout. Version 4: deduplication
-/// sets hold `[eventId hash, folded 32-bit fingerprint]` pairs. Earlier
-/// versions (64-bit fingerprints, or eventIds themselves) are not
-/// restored: the host replays the journal instead.
-const SNAPSHOT_FORMAT: u32 = 4;
+/// Version of the [`Checker::snapshot`] layout. Version 5: deduplication
+/// sets hold `[eventId hash, folded 32-bit fingerprint]` pairs, both
+/// the word-at-a-time hash of [`crate::fingerprint`]. Earlier versions
+/// (SipHash ids and FNV fingerprints, 64-bit fingerprints, or eventIds
+/// themselves) are not restored: the host replays the journal instead.
+const SNAPSHOT_FORMAT: u32 = 5;
 
 pub(crate) type R<T = ()> = Result<T, (&'static str, &'static str, String)>;
 

@@ -6,24 +6,31 @@
 //! for identical about once in 2^32 tries.
 //!
 //! A journal holds every event it ever accepted, so this set grows with
-//! history; it is the one per-event cost of a finished session.
+//! history; it is the one per-event cost of a finished session. Past
+//! [`SMALL`] entries it is an open-addressing table of the same 12-byte
+//! entries, placed by the top bits of the id hash with linear probing:
+//! an insert finds its slot in the cache lines the lookup just read, and
+//! growing walks the old table in order and fills the new one nearly in
+//! order, so neither the lookup's neighbour nor a resize costs a random
+//! memory access per entry (a `HashMap` resize did, and made the cost per
+//! event rise with history).
 //!
 //! Two distinct eventIds of one journal that hash alike would be taken for
-//! one (a redelivery or a conflict). The hash is SipHash-1-3 under fixed
-//! keys, so the verdict stays deterministic; by chance this happens about
-//! once in 2^64 / n pairs, and a producer who crafts such a pair on purpose
-//! can only get its own event refused in its own journal.
+//! one (a redelivery or a conflict). The hash is the word-at-a-time
+//! multiply-fold hash of [`crate::fingerprint`] under a fixed seed (it was
+//! SipHash-1-3, several times the cost for a short id), so the verdict
+//! stays deterministic; by chance this happens about once in 2^64 / n
+//! pairs, and a producer who crafts such a pair on purpose can only get
+//! its own event refused in its own journal.
 
 use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use siphasher::sip::SipHasher13;
-use std::collections::HashMap;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 
 /// Entries kept in a sorted vector grown by an eighth at a time (12 KiB
-/// at most, so an insert's shift stays cheap); past this the set is a hash
-/// map, whose table is up to twice its entries.
+/// at most, so an insert's shift stays cheap); past this the set is a
+/// [`Table`], whose slots are up to 8/3 of its entries.
 const SMALL: usize = 1024;
 
 /// The stored fingerprint: the content fingerprint folded to 32 bits.
@@ -54,11 +61,9 @@ impl Entry {
     }
 }
 
-/// The eventId hash (fixed keys: verdicts never depend on the process).
+/// The eventId hash (a fixed seed: verdicts never depend on the process).
 pub(crate) fn id_hash(event_id: &str) -> u64 {
-    let mut h = SipHasher13::new_with_keys(0x6e61_7261_642d_6964, 0x7365_656e_2d76_3031);
-    h.write(event_id.as_bytes());
-    h.finish()
+    crate::fingerprint::of_id(event_id)
 }
 
 /// Passes a key that is already a hash through unchanged.
@@ -81,13 +86,110 @@ impl Hasher for Pass {
     }
 }
 
+/// An open-addressing map from id hash to folded fingerprint: slot
+/// `hash >> shift`, then the next slots in turn. A slot whose key is 0 is
+/// empty; the key 0 itself is kept in `zero`.
+#[derive(Clone)]
+pub(crate) struct Table {
+    slots: Vec<Entry>,
+    shift: u32,
+    len: usize,
+    zero: Option<u32>,
+}
+
+/// The fewest slots of a table (a table holds more than [`SMALL`] entries).
+const MIN_SLOTS: usize = 2048;
+
+impl Table {
+    fn with_slots(n: usize) -> Self {
+        Self {
+            slots: vec![Entry::new(0, 0); n],
+            shift: 64 - n.trailing_zeros(),
+            len: 0,
+            zero: None,
+        }
+    }
+
+    /// The slot count that keeps `len` entries at most 3/4 full.
+    fn slots_for(len: usize) -> usize {
+        (len.saturating_mul(4) / 3 + 1)
+            .next_power_of_two()
+            .max(MIN_SLOTS)
+    }
+
+    /// The slot holding `key`, or the empty slot where it would go.
+    fn probe(&self, key: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut i = ((key >> self.shift) as usize) & mask;
+        while let Some(e) = self.slots.get(i) {
+            let k = e.key();
+            if k == key || k == 0 {
+                return i;
+            }
+            i = (i + 1) & mask;
+        }
+        i
+    }
+
+    fn get(&self, key: u64) -> Option<u32> {
+        if key == 0 {
+            return self.zero;
+        }
+        self.slots
+            .get(self.probe(key))
+            .filter(|e| e.key() == key)
+            .map(|e| e.fp)
+    }
+
+    fn insert(&mut self, key: u64, fp: u32) {
+        if key == 0 {
+            self.len += usize::from(self.zero.is_none());
+            self.zero = Some(fp);
+            return;
+        }
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.resize(self.slots.len() * 2);
+        }
+        let i = self.probe(key);
+        if let Some(e) = self.slots.get_mut(i) {
+            if e.key() == 0 {
+                self.len += 1;
+            }
+            *e = Entry::new(key, fp);
+        }
+    }
+
+    /// Moves every entry into a table of `n` slots. The old slots are read
+    /// in order, which is nearly the order of the new ones.
+    fn resize(&mut self, n: usize) {
+        let mut t = Self::with_slots(n);
+        t.len = self.len;
+        t.zero = self.zero;
+        for e in self.slots.iter().filter(|e| e.key() != 0) {
+            let i = t.probe(e.key());
+            if let Some(slot) = t.slots.get_mut(i) {
+                *slot = *e;
+            }
+        }
+        *self = t;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.zero.map(|fp| (0, fp)).into_iter().chain(
+            self.slots
+                .iter()
+                .filter(|e| e.key() != 0)
+                .map(|e| (e.key(), e.fp)),
+        )
+    }
+}
+
 /// eventId hash -> folded content fingerprint.
 #[derive(Clone)]
 pub(crate) enum Seen {
     Small(Vec<Entry>),
     /// Boxed, so the set is one vector wide.
-    #[allow(clippy::box_collection)]
-    Large(Box<HashMap<u64, u32, BuildHasherDefault<Pass>>>),
+    Large(Box<Table>),
 }
 
 impl Default for Seen {
@@ -109,7 +211,7 @@ impl Seen {
                 .ok()
                 .and_then(|i| v.get(i))
                 .map(|e| e.fp),
-            Self::Large(m) => m.get(&key).copied(),
+            Self::Large(t) => t.get(key),
         }
     }
 
@@ -133,16 +235,15 @@ impl Seen {
                     v.insert(i, Entry::new(key, fp));
                 }
                 Err(_) => {
-                    let mut m: HashMap<u64, u32, BuildHasherDefault<Pass>> =
-                        v.iter().map(|e| (e.key(), e.fp)).collect();
-                    *v = Vec::new();
-                    m.insert(key, fp);
-                    *self = Self::Large(Box::new(m));
+                    let mut t = Table::with_slots(Table::slots_for(v.len() + 1));
+                    for e in v.iter() {
+                        t.insert(e.key(), e.fp);
+                    }
+                    t.insert(key, fp);
+                    *self = Self::Large(Box::new(t));
                 }
             },
-            Self::Large(m) => {
-                m.insert(key, fp);
-            }
+            Self::Large(t) => t.insert(key, fp),
         }
     }
 
@@ -150,15 +251,20 @@ impl Seen {
     pub fn shrink(&mut self) {
         match self {
             Self::Small(v) => v.shrink_to_fit(),
-            Self::Large(m) => m.shrink_to_fit(),
+            Self::Large(t) => {
+                let n = Table::slots_for(t.len);
+                if n < t.slots.len() {
+                    t.resize(n);
+                }
+            }
         }
     }
 
     fn sorted(&self) -> Vec<(u64, u32)> {
         match self {
             Self::Small(v) => v.iter().map(|e| (e.key(), e.fp)).collect(),
-            Self::Large(m) => {
-                let mut v: Vec<(u64, u32)> = m.iter().map(|(k, f)| (*k, *f)).collect();
+            Self::Large(t) => {
+                let mut v: Vec<(u64, u32)> = t.iter().collect();
                 v.sort_unstable();
                 v
             }
@@ -179,7 +285,7 @@ impl Serialize for Seen {
     }
 }
 
-/// Reads the pairs (snapshot format 4; older snapshots are not restored).
+/// Reads the pairs (snapshot format 5; older snapshots are not restored).
 impl<'de> Deserialize<'de> for Seen {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
@@ -219,5 +325,45 @@ mod tests {
         let bytes = serde_json::to_vec(&s).unwrap_or_default();
         let back: Seen = serde_json::from_slice(&bytes).unwrap_or_default();
         assert_eq!(format!("{back:?}"), format!("{s:?}"));
+    }
+
+    #[test]
+    fn the_table_maps_like_a_map_through_growth_and_shrinking() {
+        let mut s = Seen::default();
+        let mut reference = std::collections::BTreeMap::new();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..50_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Small keys collide in their top bits (long probe runs), 0 is
+            // the empty marker, and every fifth key is written again.
+            let key = match i % 5 {
+                0 => u64::from(i % 97),
+                1 => reference
+                    .keys()
+                    .nth(i as usize % reference.len().max(1))
+                    .copied()
+                    .unwrap_or(x),
+                _ => x,
+            };
+            s.insert_hash(key, i);
+            reference.insert(key, i);
+        }
+        assert!(matches!(s, Seen::Large(_)));
+        let check = |s: &Seen| {
+            for (k, fp) in &reference {
+                assert_eq!(s.get_hash(*k), Some(*fp));
+            }
+            assert_eq!(s.get_hash(u64::MAX - 1), None);
+            let all: Vec<(u64, u32)> = reference.iter().map(|(k, f)| (*k, *f)).collect();
+            assert_eq!(s.sorted(), all);
+        };
+        check(&s);
+        s.shrink();
+        check(&s);
+        let bytes = serde_json::to_vec(&s).unwrap_or_default();
+        let back: Seen = serde_json::from_slice(&bytes).unwrap_or_default();
+        check(&back);
     }
 }
