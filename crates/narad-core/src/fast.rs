@@ -125,6 +125,8 @@ struct Flat<'a> {
     message_scope: Option<&'a str>,
     #[serde(default, deserialize_with = "some")]
     reasoning_id: Option<String>,
+    #[serde(default, deserialize_with = "some")]
+    content: Option<String>,
 }
 
 /// Non-empty.
@@ -160,7 +162,7 @@ macro_rules! member {
 /// The fingerprint of the object the members form (see `crate::fingerprint`).
 /// The members are listed in key order, so nothing is sorted or collected.
 fn fingerprint(f: &Flat<'_>) -> u64 {
-    let members: [(&str, u64, Option<Item<'_>>); 46] = [
+    let members: [(&str, u64, Option<Item<'_>>); 47] = [
         member!("actions", f.actions.as_deref().map(Item::Strs)),
         member!("args", f.args.as_ref().map(|StrictValue(v)| Item::Json(v))),
         member!("category", f.category.as_deref().map(Item::Str)),
@@ -169,6 +171,7 @@ fn fingerprint(f: &Flat<'_>) -> u64 {
             f.client_executor_id.as_deref().map(Item::Str)
         ),
         member!("code", f.code.as_deref().map(Item::Str)),
+        member!("content", f.content.as_deref().map(Item::Str)),
         member!("decision", f.decision.as_deref().map(Item::Str)),
         member!("delta", f.delta.as_deref().map(Item::Str)),
         member!("detail", f.detail.as_deref().map(Item::Str)),
@@ -229,6 +232,50 @@ fn fingerprint(f: &Flat<'_>) -> u64 {
     of_sorted(&members)
 }
 
+/// The types this path parses (the arms of [`Validator::parse_fast`]).
+const FAST_TYPES: [&str; 15] = [
+    "run.started",
+    "run.finished",
+    "tool.call.started",
+    "tool.call.finished",
+    "interrupt.requested",
+    "interrupt.resolved",
+    "progress.recorded",
+    "run.custom",
+    "message.user.recorded",
+    "message.text.started",
+    "message.text.delta",
+    "message.text.completed",
+    "reasoning.started",
+    "reasoning.delta",
+    "reasoning.completed",
+];
+
+/// `false` when the first `"type":` member of the bytes names a type this
+/// path does not parse, so such a record is declined before any parsing
+/// (a declined parse builds a serde error, and formatting its list of
+/// expected members cost more than the parse). Declining is always
+/// sound: the slow path decides. A `"type":` met first inside a nested
+/// value, or an escaped type, only means the record is parsed here and
+/// declined later if it is not a fast type.
+fn may_be_fast(bytes: &[u8]) -> bool {
+    const KEY: &[u8] = b"\"type\":";
+    let Some(at) = bytes.windows(KEY.len()).position(|w| w == KEY) else {
+        return false;
+    };
+    let rest = &bytes[at + KEY.len()..];
+    let Some(start) = rest.iter().position(|b| !b.is_ascii_whitespace()) else {
+        return false;
+    };
+    let Some(value) = rest[start..].strip_prefix(b"\"") else {
+        return true;
+    };
+    match value.iter().position(|&b| b == b'"' || b == b'\\') {
+        Some(end) if value[end] == b'"' => FAST_TYPES.iter().any(|t| t.as_bytes() == &value[..end]),
+        _ => true,
+    }
+}
+
 impl Validator {
     /// The fast path: `Some` only for a record it is sure of (see the
     /// module docs); `None` hands the record to the slow path. Public for
@@ -241,6 +288,7 @@ impl Validator {
         ensure(bytes.len() <= limits.max_string_bytes && limits.max_depth >= 1)?;
         // A struct also deserializes from an array; only an object is a record.
         ensure(bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))?;
+        ensure(may_be_fast(bytes))?;
         let mut de = serde_json::Deserializer::from_slice(bytes);
         let mut f = Flat::deserialize(&mut de).ok()?;
         de.end().ok()?;
@@ -405,6 +453,23 @@ impl Validator {
                     message_scope,
                 }
             }
+            "message.user.recorded" => {
+                ensure(ne(&f.message_id))?;
+                let message_scope = match f.message_scope.take()? {
+                    "session" => {
+                        class = RecordClass::SessionAuthority;
+                        Scope::Session
+                    }
+                    "run" if run_tree => Scope::Run,
+                    _ => return None,
+                };
+                P::MessageUserRecorded {
+                    message_id: f.message_id.take()?,
+                    message_scope,
+                    content: f.content.take()?,
+                    attachment_ids: None,
+                }
+            }
             "message.text.delta" => {
                 class = RecordClass::SessionAuthority;
                 ensure(ne(&f.message_id))?;
@@ -491,6 +556,7 @@ fn usage(u: Value) -> Option<Usage> {
 impl Flat<'_> {
     fn has_no_body(&self) -> bool {
         self.client_executor_id.is_none()
+            && self.content.is_none()
             && self.usage.is_none()
             && self.tool_call_id.is_none()
             && self.tool_name.is_none()
