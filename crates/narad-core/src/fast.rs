@@ -139,6 +139,16 @@ fn opt_ne(s: &Option<String>) -> bool {
     s.as_deref().is_none_or(|s| !s.is_empty())
 }
 
+/// A message's `messageScope` and the record class it gives: `session`,
+/// or `run` on a run-tree record; anything else is declined.
+fn message_scope(scope: &str, run_tree: bool) -> Option<(Scope, RecordClass)> {
+    match scope {
+        "session" => Some((Scope::Session, RecordClass::SessionAuthority)),
+        "run" if run_tree => Some((Scope::Run, RecordClass::RunTreeAuthority)),
+        _ => None,
+    }
+}
+
 /// `Some(())` when `ok`, so rules chain with `?`.
 fn ensure(ok: bool) -> Option<()> {
     ok.then_some(())
@@ -435,14 +445,9 @@ impl Validator {
             }
             "message.text.started" => {
                 ensure(ne(&f.message_id))?;
-                let message_scope = match f.message_scope.take()? {
-                    "session" => {
-                        class = RecordClass::SessionAuthority;
-                        Scope::Session
-                    }
-                    "run" if run_tree => Scope::Run,
-                    _ => return None,
-                };
+                let (message_scope, scope_class) =
+                    message_scope(f.message_scope.take()?, run_tree)?;
+                class = scope_class;
                 P::MessageTextStarted {
                     message_id: f.message_id.take()?,
                     role: match f.role.take()? {
@@ -455,14 +460,9 @@ impl Validator {
             }
             "message.user.recorded" => {
                 ensure(ne(&f.message_id))?;
-                let message_scope = match f.message_scope.take()? {
-                    "session" => {
-                        class = RecordClass::SessionAuthority;
-                        Scope::Session
-                    }
-                    "run" if run_tree => Scope::Run,
-                    _ => return None,
-                };
+                let (message_scope, scope_class) =
+                    message_scope(f.message_scope.take()?, run_tree)?;
+                class = scope_class;
                 P::MessageUserRecorded {
                     message_id: f.message_id.take()?,
                     message_scope,
