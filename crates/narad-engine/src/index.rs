@@ -128,7 +128,7 @@ impl SessionEntry {
             || c.workflows(sid).any(|(_, w)| w.open_interrupt.is_some());
         let paused = c.open_runs(sid).any(|(_, r)| r.state == RunState::Paused)
             || c.workflows(sid).any(|(_, w)| w.open_pause.is_some());
-        let any = c.runs(sid).next().is_some() || c.workflows(sid).next().is_some();
+        let any = c.has_runs(sid) || c.workflows(sid).next().is_some();
         let status = if meta.archived {
             SessionStatus::Archived
         } else if interrupt {

@@ -203,9 +203,11 @@ impl<S: Store + 'static> Engine<S> {
         let sid2 = sid.clone();
         self.command_keyed(p, &sid2, |j| {
             let s = &j.session_id;
+            // A terminal run holds no open interrupt: only open runs are
+            // scanned, so the cost follows open work, not history.
             let owner = j
                 .checker
-                .runs(s)
+                .open_runs(s)
                 .find(|(_, r)| {
                     r.open_interrupt
                         .as_ref()

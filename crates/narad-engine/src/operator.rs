@@ -129,7 +129,8 @@ impl<S: Store + 'static> Engine<S> {
             .command(p, sid, |j| {
                 let s = &j.session_id;
                 let mut found = BTreeMap::new();
-                for (run, r) in j.checker.runs(s) {
+                // Only open runs can hold an open interrupt.
+                for (run, r) in j.checker.open_runs(s) {
                     if let Some(i) = r.open_interrupt.as_ref().filter(|i| ids.contains(&i.id)) {
                         let scope = InterruptScope::Run(run.to_string());
                         found.insert(i.id.clone(), (r.root.clone(), scope, i.actions.clone()));

@@ -217,6 +217,11 @@ impl Arena {
         }
     }
 
+    /// Whether any live record is held.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
     /// Every live record, in id order.
     pub fn sorted(&self) -> Vec<(&str, &[u8])> {
         let mut v: Vec<(&str, &[u8])> = self.entries().map(|e| (e.id, e.payload)).collect();
@@ -466,6 +471,11 @@ impl Session {
     /// Whether the run reached a terminal and was compacted.
     pub(super) fn is_closed_run(&self, id: &str) -> bool {
         self.closed().is_some_and(|c| c.runs.get(id).is_some())
+    }
+
+    /// Whether any run started, open or closed (without listing them).
+    pub(super) fn has_runs(&self) -> bool {
+        self.w().runs.len() != 0 || self.closed().is_some_and(|c| !c.runs.is_empty())
     }
 
     /// Every run, open or closed, in id order.

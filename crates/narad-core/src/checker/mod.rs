@@ -321,6 +321,22 @@ impl Checker {
             .map(|(k, r)| (k, r.to_cow()))
     }
 
+    /// Whether any run of the session started, open or closed. Unlike
+    /// `runs(..).next()` it lists nothing, so its cost does not grow with
+    /// history.
+    ///
+    /// ```
+    /// use narad_core::checker::Checker;
+    /// let mut c = Checker::default();
+    /// assert!(!c.has_runs("s"));
+    /// c.push_bytes(br#"{"type":"run.started","protocolVersion":"narad/v1","eventId":"e1","timestamp":"2026-08-05T00:00:00Z","sessionId":"s","sessionSequence":1,"rootRunId":"r","runId":"r","sequence":1}"#).unwrap();
+    /// c.push_bytes(br#"{"type":"run.finished","protocolVersion":"narad/v1","eventId":"e2","timestamp":"2026-08-05T00:00:01Z","sessionId":"s","sessionSequence":2,"rootRunId":"r","runId":"r","sequence":2}"#).unwrap();
+    /// assert!(c.has_runs("s"));
+    /// ```
+    pub fn has_runs(&self, session_id: &str) -> bool {
+        self.sessions.get(session_id).is_some_and(|s| s.has_runs())
+    }
+
     /// The session's runs that have not reached a terminal, by `runId` in
     /// order: what a host scans for open interrupts or pauses. Unlike
     /// [`Checker::runs`] it does not rebuild closed runs, so its cost
