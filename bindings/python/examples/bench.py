@@ -12,6 +12,12 @@ runs the identical turns through the engine's typed API as tokio tasks
 alternate the two sides, and which side goes first alternates too, so a
 change in machine load hits both. Every round is printed; the summary is
 the median of each side and the median of the per-round ratios (no best-of).
+
+After each 1-session row, a breakdown of the Python side's time per
+command, from the bridge's counters (``_native._bridge_stats``): the
+engine's work in the first poll on the loop's thread, the wait for the
+store, the hop from the store's completion back to the loop, the loop's
+poll, and the rest (Python code and the asyncio loop's own turns).
 """
 
 import argparse
@@ -53,14 +59,31 @@ async def rust_side(e: narad.Engine, sessions: int, turns: int) -> float:
     return commands / secs
 
 
+def stats() -> list:
+    return list(narad._native._bridge_stats())
+
+
+def breakdown(label: str, spent: list, commands: int, secs: float, rust_rate: float) -> None:
+    """Prints the Python side's microseconds per command by phase, and the
+    Rust side's (median) for comparison."""
+    inline, store, hop, loop = (spent[i] / commands / 1000 for i in (9, 6, 7, 8))
+    wall = secs * 1e6 / commands
+    print(f"  {label:8}   1 session python us/cmd: wall {wall:.0f} = engine on loop (inline poll) {inline:.0f}"
+          f" + store {store:.0f} + hop to loop {hop:.0f} + loop poll {loop:.0f}"
+          f" + python/asyncio {wall - inline - store - hop - loop:.0f}; rust {1e6 / rust_rate:.0f}", flush=True)
+
+
 async def measure(e: narad.Engine, sessions: int, turns: int, rounds: int, label: str) -> float:
     rust, py = [], []
+    spent, py_secs = [0] * 10, 0.0
     for r in range(rounds):
         if r % 2 == 0:
             rust.append(await rust_side(e, sessions, turns))
-            py.append(await python_side(e, sessions, turns))
-        else:
-            py.append(await python_side(e, sessions, turns))
+        before = stats()
+        py.append(await python_side(e, sessions, turns))
+        spent = [s + b - a for s, a, b in zip(spent, before, stats())]
+        py_secs += COMMANDS_PER_TURN * sessions * turns / py[-1]
+        if r % 2 == 1:
             rust.append(await rust_side(e, sessions, turns))
         print(f"  {label:8} {sessions:>3} sessions round {r + 1}: rust {rust[-1]:8.0f}  python {py[-1]:8.0f}"
               f"  ratio {py[-1] / rust[-1]:5.2f}", flush=True)
@@ -68,6 +91,8 @@ async def measure(e: narad.Engine, sessions: int, turns: int, rounds: int, label
     med = statistics.median(ratios)
     print(f"{label:8} {sessions:>8} {statistics.median(rust):>11.0f} {statistics.median(py):>13.0f}"
           f" {med:>12.2f}x  (rounds: {' '.join(f'{x:.2f}' for x in ratios)})", flush=True)
+    if sessions == 1:
+        breakdown(label, spent, COMMANDS_PER_TURN * turns * rounds, py_secs, statistics.median(rust))
     return med
 
 

@@ -100,8 +100,9 @@ fn inline_limit() -> usize {
 /// waited, calls moved onto a worker, outputs queued by a worker; then
 /// nanoseconds summed over wake-ups: from the inline poll's `Pending` to the
 /// first wake-up (the store's latency), from a loop-bound wake-up to its
-/// poll (the hop), and in those polls.
-static STATS: [AtomicUsize; 9] = [const { AtomicUsize::new(0) }; 9];
+/// poll (the hop), in those polls, and in the inline polls (the engine's
+/// work on the caller's thread).
+static STATS: [AtomicUsize; 10] = [const { AtomicUsize::new(0) }; 10];
 const INLINE_READY: usize = 0;
 const INLINE_PENDING: usize = 1;
 const LOOP_READY: usize = 2;
@@ -111,6 +112,7 @@ const WORKER_DONE: usize = 5;
 const NS_PENDING_TO_WAKE: usize = 6;
 const NS_WAKE_TO_POLL: usize = 7;
 const NS_LOOP_POLL: usize = 8;
+const NS_INLINE_POLL: usize = 9;
 static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();
 
 fn now_ns() -> usize {
@@ -136,7 +138,7 @@ fn count(i: usize) {
 
 /// The bridge's counters, in the order of [`STATS`]'s doc.
 #[pyfunction]
-pub fn _bridge_stats() -> [usize; 9] {
+pub fn _bridge_stats() -> [usize; 10] {
     std::array::from_fn(|i| STATS[i].load(Ordering::Relaxed))
 }
 
@@ -515,7 +517,12 @@ where
     if driver == Driver::Runtime && crowded {
         task.wake_to_loop.store(false, Ordering::Release);
         task.wake_by_ref();
-    } else if let Some(done) = task.poll_here(py, rt) {
+    } else if let Some(done) = {
+        let t0 = now_ns();
+        let polled = task.poll_here(py, rt);
+        STATS[NS_INLINE_POLL].fetch_add(now_ns().saturating_sub(t0), Ordering::Relaxed);
+        polled
+    } {
         count(INLINE_READY);
         resolve(py, &py_fut, done)?;
         return Ok(py_fut);

@@ -25,7 +25,7 @@ def _bridge_stats() -> List[int]:
     """The bridge's counters: inline polls done / waiting, loop polls after a
     wake-up done / waiting, calls moved onto a worker, outputs a worker
     queued; then nanoseconds summed: inline ``Pending`` to first wake-up,
-    loop-bound wake-up to its poll, in those polls."""
+    loop-bound wake-up to its poll, in those polls, in the inline polls."""
     ...
 
 def _set_loop_wake(on: bool) -> bool:
