@@ -6,12 +6,12 @@
 //! more than one record belong to the reducer, not here.
 //!
 //! This module holds the entry point ([`Validator`]) and the dispatch by
-//! record class; each class's rules live in their own submodule (`core`,
+//! record class; each class's rules live in their own submodule (`core_authority`,
 //! `profile`, `watch`, `hydrate`, `control`), over the shared `envelope`
 //! field groups, the `fields` accessor and the string `syntax` checks.
 
 mod control;
-mod core;
+mod core_authority;
 mod envelope;
 mod fields;
 mod hydrate;
@@ -23,8 +23,8 @@ pub(crate) use envelope::check_ignored_envelope;
 pub(crate) use syntax::is_extension_name;
 pub use syntax::{is_dotted_lowercase, is_json_pointer};
 
-use self::core::check_core_authority;
 use control::check_control;
+use core_authority::check_core_authority;
 use fields::Fields;
 use hydrate::check_hydrate;
 use profile::check_profile_authority;
