@@ -290,7 +290,7 @@ impl RunGraph {
         let Some(seq) = self.in_tree(ev) else {
             return Ok(Vec::new());
         };
-        Ok(self.commit(seq, changes))
+        Ok(self.commit(seq, changes, true))
     }
 
     /// Checks `ev` against the graph without changing it; [`RunGraph::finish`]
@@ -301,11 +301,13 @@ impl RunGraph {
         Ok(Prepared(self.in_tree(ev).map(|seq| (seq, changes))))
     }
 
-    /// Applies a [`RunGraph::prepare`] result.
-    pub(crate) fn finish(&mut self, prepared: Prepared) -> Vec<PatchOp> {
-        match prepared.0 {
-            Some((seq, changes)) => self.commit(seq, changes),
-            None => Vec::new(),
+    /// Applies a [`RunGraph::prepare`] result. Unlike [`RunGraph::apply`]
+    /// it builds no patch: the checker keeps the graph, not the patch
+    /// (building and dropping the patch's JSON values was a fifth of the
+    /// checker's work per event).
+    pub(crate) fn finish(&mut self, prepared: Prepared) {
+        if let Some((seq, changes)) = prepared.0 {
+            self.commit(seq, changes, false);
         }
     }
 
@@ -464,13 +466,20 @@ impl RunGraph {
             .then_some(seq)
     }
 
-    fn commit(&mut self, seq: u64, changes: Vec<Change>) -> Vec<PatchOp> {
+    /// Applies `changes` as the step to `seq`; returns their patch when
+    /// `patch` is set (empty otherwise).
+    fn commit(&mut self, seq: u64, changes: Vec<Change>, patch: bool) -> Vec<PatchOp> {
         self.cursor = seq;
         if changes.is_empty() {
             return Vec::new();
         }
         self.revision += 1;
-        let patch = changes.iter().map(|c| self.change(c)).collect();
+        let patch = if patch {
+            changes.iter().map(|c| self.change(c)).collect()
+        } else {
+            changes.iter().for_each(|c| self.apply_change(c));
+            Vec::new()
+        };
         if let Some(h) = &mut self.history {
             h.push((seq, self.revision, changes));
         }
@@ -479,6 +488,21 @@ impl RunGraph {
 
     /// Applies one change and returns its patch operation.
     fn change(&mut self, c: &Change) -> PatchOp {
+        self.apply_change(c);
+        match c {
+            Change::Node(n) => add("/nodes/-", to_value(n)),
+            Change::Edge(e) => add("/edges/-", to_value(e)),
+            Change::State(i, state) => PatchOp {
+                op: PatchOpKind::Replace,
+                path: format!("/nodes/{i}/state"),
+                from: None,
+                value: Some(Value::String(state.clone())),
+            },
+        }
+    }
+
+    /// Applies one change to the nodes, edges and index.
+    fn apply_change(&mut self, c: &Change) {
         match c {
             Change::Node(n) => {
                 push_lean(&mut self.nodes, n.clone());
@@ -494,21 +518,11 @@ impl RunGraph {
                         self.index.insert(n.id.clone(), self.nodes.len() - 1);
                     }
                 }
-                add("/nodes/-", to_value(n))
             }
-            Change::Edge(e) => {
-                push_lean(&mut self.edges, e.clone());
-                add("/edges/-", to_value(e))
-            }
+            Change::Edge(e) => push_lean(&mut self.edges, e.clone()),
             Change::State(i, state) => {
                 if let Some(n) = self.nodes.get_mut(*i) {
                     n.state = state.clone();
-                }
-                PatchOp {
-                    op: PatchOpKind::Replace,
-                    path: format!("/nodes/{i}/state"),
-                    from: None,
-                    value: Some(Value::String(state.clone())),
                 }
             }
         }
@@ -520,7 +534,7 @@ impl RunGraph {
         let history = self.history.as_ref()?;
         let mut g = RunGraph::new(&self.root_run_id);
         for (seq, _, changes) in history.iter().take_while(|(s, _, _)| *s <= sequence) {
-            g.commit(*seq, changes.clone());
+            g.commit(*seq, changes.clone(), false);
         }
         g.cursor = sequence.min(self.cursor);
         (g.revision > 0).then_some(g)
