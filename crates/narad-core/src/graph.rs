@@ -329,22 +329,25 @@ impl RunGraph {
             });
         }
         let run = ev.envelope.run_id.as_deref().unwrap_or(&self.root_run_id);
-        let run_node = format!("run:{run}");
+        // Built on first use: most events (progress, deltas, custom) change
+        // no node, and need no id.
+        let node_id = std::cell::OnceCell::new();
+        let run_node = || node_id.get_or_init(|| format!("run:{run}")).as_str();
         let started = self.revision > 0;
         if !started && !matches!(ev.payload, AuthorityPayload::RunStarted { .. }) {
             return Err(GraphError::RootNotStarted);
         }
         let run_state = |state: &str| -> Result<Vec<Change>, GraphError> {
-            let i = self.position(&run_node, "run")?;
+            let i = self.position(run_node(), "run")?;
             Ok(vec![Change::State(i, state.to_owned())])
         };
         Ok(match &ev.payload {
             AuthorityPayload::RunStarted { .. } => {
-                if self.find(&run_node).is_some() {
+                if self.find(run_node()).is_some() {
                     return Err(GraphError::DuplicateNode);
                 }
                 let mut changes = vec![Change::Node(Node {
-                    id: run_node.clone(),
+                    id: run_node().to_owned(),
                     kind: NodeKind::Run,
                     label: run.to_owned(),
                     state: "running".into(),
@@ -353,7 +356,11 @@ impl RunGraph {
                 if let Some(parent) = ev.envelope.parent_run_id.as_deref() {
                     let from = format!("run:{parent}");
                     self.position(&from, "run")?;
-                    changes.push(Change::Edge(edge(EdgeKind::Child, from, run_node)));
+                    changes.push(Change::Edge(edge(
+                        EdgeKind::Child,
+                        from,
+                        run_node().to_owned(),
+                    )));
                 } else if started {
                     // A second parentless run in one tree is not a run tree.
                     return Err(GraphError::UnknownNode("parent run"));
@@ -370,7 +377,7 @@ impl RunGraph {
                 tool_name,
                 ..
             } => self.child(
-                &run_node,
+                run_node(),
                 run,
                 format!("tool:{tool_call_id}"),
                 NodeKind::Tool,
@@ -397,7 +404,7 @@ impl RunGraph {
                 scope,
                 ..
             } if *scope != Some(InterruptScope::Workflow) => self.child(
-                &run_node,
+                run_node(),
                 run,
                 format!("interrupt:{interrupt_id}"),
                 NodeKind::Interrupt,

@@ -665,6 +665,11 @@ impl Session {
     /// Moves the head and packed graph kept under `key` into the record of
     /// the closed run of that id.
     fn settle_root(&mut self, key: &str) {
+        // An open root has no closed record to settle into (most calls:
+        // every event of a running tree).
+        if self.w().runs.contains_key(key) {
+            return;
+        }
         let head = self.w().run_heads.get(key).copied();
         let graph = match self.w().derived.get(key) {
             Some(Derived::Packed(b)) => Some(b.clone()),
