@@ -222,6 +222,43 @@ impl Arena {
         self.live == 0
     }
 
+    /// Appends the live records as they are laid out, dead ones dropped:
+    /// the snapshot form, read back by [`Arena::from_live`].
+    pub fn write_live(&self, out: &mut Vec<u8>) {
+        if self.dead_bytes == 0 {
+            out.extend_from_slice(&self.bytes);
+            return;
+        }
+        for e in self.entries() {
+            out.extend_from_slice(self.bytes.get(e.at..e.end).unwrap_or_default());
+        }
+    }
+
+    /// The arena [`Arena::write_live`] wrote, its index rebuilt. `None`
+    /// unless every byte belongs to a live record whose id and payload
+    /// `valid` accepts, so a corrupt snapshot is refused, not read.
+    pub fn from_live(bytes: &[u8], valid: impl Fn(&str, &[u8]) -> bool) -> Option<Self> {
+        // Offsets are held as u32.
+        if u32::try_from(bytes.len()).is_err() {
+            return None;
+        }
+        let mut a = Self {
+            bytes: bytes.to_vec(),
+            ..Self::default()
+        };
+        let mut at = 0;
+        while at < a.bytes.len() {
+            let e = a.entry(at)?;
+            if !e.alive || !valid(e.id, e.payload) {
+                return None;
+            }
+            at = e.end;
+            a.live += 1;
+        }
+        a.reindex();
+        Some(a)
+    }
+
     /// Every live record, in id order.
     pub fn sorted(&self) -> Vec<(&str, &[u8])> {
         let mut v: Vec<(&str, &[u8])> = self.entries().map(|e| (e.id, e.payload)).collect();
@@ -438,7 +475,8 @@ impl<'a> RunRef<'a> {
 }
 
 impl Session {
-    fn closed(&self) -> Option<&Closed> {
+    /// The closed runs and tool calls, if any closed.
+    pub(super) fn closed(&self) -> Option<&Closed> {
         self.closed.as_deref()
     }
 
@@ -689,7 +727,9 @@ impl Session {
         }
     }
 
-    /// Compacts every terminal run and finished tool call (after a restore).
+    /// Compacts every terminal run and finished tool call, and moves into
+    /// its record a head or packed graph held under a closed run's id
+    /// (after a restore).
     pub(super) fn retire_all(&mut self) {
         let tools: Vec<String> = self.w().tools.iter().map(|(k, _)| k.clone()).collect();
         for t in &tools {
@@ -699,6 +739,29 @@ impl Session {
         for r in &runs {
             self.retire(Some(r), None, None);
         }
+        let w = self.w();
+        let heads = w.run_heads.iter().map(|(k, _)| k);
+        let keys: Vec<String> = heads
+            .chain(w.derived.iter().map(|(k, _)| k))
+            .cloned()
+            .collect();
+        for k in keys {
+            if self.is_closed_run(&k) {
+                self.settle_root(&k);
+            }
+        }
+        self.trim();
+    }
+
+    /// Installs closed history from the snapshot form (each arena as
+    /// [`Arena::write_live`] wrote it): the arenas as they are, after a check of every record (no record is
+    /// unpacked). `None` when a record does not parse.
+    pub(super) fn read_closed(&mut self, runs: &[u8], tools: &[u8]) -> Option<()> {
+        let runs = Arena::from_live(runs, |id, b| Record::parse(id, b).is_some())?;
+        let tools = Arena::from_live(tools, |_, b| std::str::from_utf8(b).is_ok())?;
+        self.closed =
+            (!runs.is_empty() || !tools.is_empty()).then(|| Box::new(Closed { runs, tools }));
+        Some(())
     }
 }
 

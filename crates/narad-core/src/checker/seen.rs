@@ -272,6 +272,57 @@ impl Seen {
     }
 }
 
+/// Bytes per entry of the snapshot form: the id hash, then the folded
+/// fingerprint, little-endian.
+const ENTRY_BYTES: usize = 12;
+
+impl Seen {
+    /// Appends the snapshot form: every entry in hash order, 12 bytes each.
+    pub fn write_bytes(&self, out: &mut Vec<u8>) {
+        let all = self.sorted();
+        out.reserve(all.len() * ENTRY_BYTES);
+        for (k, fp) in all {
+            out.extend_from_slice(&k.to_le_bytes());
+            out.extend_from_slice(&fp.to_le_bytes());
+        }
+    }
+
+    /// The set [`Seen::write_bytes`] wrote. `None` unless the bytes are
+    /// whole entries in strictly increasing hash order. A table is sized
+    /// for them once and filled in slot order (the hash order).
+    pub fn from_bytes(b: &[u8]) -> Option<Self> {
+        if b.len() % ENTRY_BYTES != 0 {
+            return None;
+        }
+        let n = b.len() / ENTRY_BYTES;
+        let entries = b.chunks_exact(ENTRY_BYTES).map(|c| {
+            let (k, fp) = c.split_at(8);
+            Some((
+                u64::from_le_bytes(k.try_into().ok()?),
+                u32::from_le_bytes(fp.try_into().ok()?),
+            ))
+        });
+        let mut out = if n <= SMALL {
+            Self::Small(Vec::with_capacity(n))
+        } else {
+            Self::Large(Box::new(Table::with_slots(Table::slots_for(n))))
+        };
+        let mut last = None;
+        for e in entries {
+            let (k, fp) = e?;
+            if last.is_some_and(|l| l >= k) {
+                return None;
+            }
+            last = Some(k);
+            match &mut out {
+                Self::Small(v) => v.push(Entry::new(k, fp)),
+                Self::Large(t) => t.insert(k, fp),
+            }
+        }
+        Some(out)
+    }
+}
+
 impl fmt::Debug for Seen {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.sorted()).finish()
@@ -365,5 +416,31 @@ mod tests {
         let bytes = serde_json::to_vec(&s).unwrap_or_default();
         let back: Seen = serde_json::from_slice(&bytes).unwrap_or_default();
         check(&back);
+        let mut bytes = Vec::new();
+        s.write_bytes(&mut bytes);
+        check(&Seen::from_bytes(&bytes).unwrap_or_default());
+    }
+
+    #[test]
+    fn the_snapshot_form_round_trips_and_refuses_what_it_never_writes() {
+        for n in [0u64, 3, SMALL as u64, SMALL as u64 + 1, 5000] {
+            let mut s = Seen::default();
+            for i in 0..n {
+                s.insert(&format!("e{i}"), i);
+            }
+            let mut bytes = Vec::new();
+            s.write_bytes(&mut bytes);
+            assert_eq!(bytes.len(), n as usize * ENTRY_BYTES);
+            let back = Seen::from_bytes(&bytes).unwrap_or_default();
+            assert_eq!(format!("{back:?}"), format!("{s:?}"));
+            assert_eq!(matches!(back, Seen::Small(_)), n <= SMALL as u64);
+            if n > 1 {
+                // A partial entry, and entries out of order.
+                assert!(Seen::from_bytes(&bytes[1..]).is_none());
+                let mut swapped = bytes[ENTRY_BYTES..2 * ENTRY_BYTES].to_vec();
+                swapped.extend_from_slice(&bytes[..ENTRY_BYTES]);
+                assert!(Seen::from_bytes(&swapped).is_none());
+            }
+        }
     }
 }
