@@ -160,7 +160,11 @@ impl Arena {
     }
 
     fn reindex(&mut self) {
-        let mut index = Indexed::default();
+        let mut index = Indexed {
+            // Sized once: growing rehashed every entry again.
+            map: Index::with_capacity_and_hasher(self.live as usize, Default::default()),
+            collided: false,
+        };
         for e in self.entries() {
             let slot = index.map.entry(id_hash(e.id)).or_insert(e.at as u32);
             index.collided |= *slot != e.at as u32;
@@ -757,7 +761,9 @@ impl Session {
     /// [`Arena::write_live`] wrote it): the arenas as they are, after a check of every record (no record is
     /// unpacked). `None` when a record does not parse.
     pub(super) fn read_closed(&mut self, runs: &[u8], tools: &[u8]) -> Option<()> {
-        let runs = Arena::from_live(runs, |id, b| Record::parse(id, b).is_some())?;
+        let runs = Arena::from_live(runs, |id, b| {
+            Record::parse(id, b).is_some_and(|r| r.graph.is_none_or(super::derived::parses))
+        })?;
         let tools = Arena::from_live(tools, |_, b| std::str::from_utf8(b).is_ok())?;
         self.closed =
             (!runs.is_empty() || !tools.is_empty()).then(|| Box::new(Closed { runs, tools }));

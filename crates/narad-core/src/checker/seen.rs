@@ -329,14 +329,16 @@ impl fmt::Debug for Seen {
     }
 }
 
-/// Serialized as `[[idHash, fingerprint], …]` in hash order.
+/// Serialized as `[[idHash, fingerprint], …]` in hash order (a workspace's
+/// set in the checker snapshot's JSON; a session's set is written in the
+/// binary form of [`Seen::write_bytes`]).
 impl Serialize for Seen {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.sorted().serialize(s)
     }
 }
 
-/// Reads the pairs (snapshot format 5; older snapshots are not restored).
+/// Reads the pairs.
 impl<'de> Deserialize<'de> for Seen {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
