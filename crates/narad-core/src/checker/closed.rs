@@ -758,8 +758,9 @@ impl Session {
     }
 
     /// Installs closed history from the snapshot form (each arena as
-    /// [`Arena::write_live`] wrote it): the arenas as they are, after a check of every record (no record is
-    /// unpacked). `None` when a record does not parse.
+    /// [`Arena::write_live`] wrote it): the arenas as they are, after a
+    /// check that every record, and the graph in it, parses (nothing is
+    /// unpacked). `None` when one does not.
     pub(super) fn read_closed(&mut self, runs: &[u8], tools: &[u8]) -> Option<()> {
         let runs = Arena::from_live(runs, |id, b| {
             Record::parse(id, b).is_some_and(|r| r.graph.is_none_or(super::derived::parses))
