@@ -15,9 +15,9 @@
 //! the client ledger and the record counter. The dedup set is 12 bytes an
 //! entry in hash order ([`Seen::write_bytes`]); an arena is its live
 //! records as laid out in memory ([`super::closed`]). Restoring parses the
-//! JSON, checks every arena record (a corrupt or hostile one refuses the
-//! whole snapshot: `None`, and the host replays) and installs the arenas
-//! as they are.
+//! JSON, checks every arena record and the packed graph it holds (a
+//! corrupt or hostile one refuses the whole snapshot: `None`, and the host
+//! replays) and installs the arenas as they are.
 
 use super::derived::{Derived, Graphs};
 use super::seen::Seen;
@@ -66,6 +66,7 @@ impl<'a> Parts<'a> {
     }
 }
 
+/// The snapshot of `c` in the layout above.
 pub(super) fn write(c: &Checker) -> Vec<u8> {
     #[derive(Serialize)]
     struct OpenRef<'a, S> {
@@ -113,6 +114,9 @@ pub(super) fn write(c: &Checker) -> Vec<u8> {
     out
 }
 
+/// The checker [`write`] wrote, parsing with `validator`; `None` for any
+/// other bytes (another format, cut short, trailing bytes, a part that
+/// does not parse).
 pub(super) fn read(validator: Validator, bytes: &[u8]) -> Option<Checker> {
     #[derive(Deserialize)]
     struct Open {
