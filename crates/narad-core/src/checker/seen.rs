@@ -131,6 +131,40 @@ impl Table {
         i
     }
 
+    /// A table of `n` entries given in strictly increasing key order,
+    /// filled in one pass: with linear probing each then lands at its
+    /// home slot or just past the entry before it (every slot between is
+    /// taken), so the slots are written in order. Entries that would run
+    /// past the end wrap around through [`Table::insert`].
+    fn from_sorted(n: usize, sorted: impl Iterator<Item = (u64, u32)>) -> Self {
+        let size = Self::slots_for(n);
+        let empty = Entry::new(0, 0);
+        let mut t = Self {
+            slots: Vec::with_capacity(size),
+            shift: 64 - size.trailing_zeros(),
+            len: 0,
+            zero: None,
+        };
+        let mut wrapped = Vec::new();
+        for (key, fp) in sorted {
+            let home = (key >> t.shift) as usize;
+            if key == 0 || t.slots.len() >= size {
+                wrapped.push((key, fp));
+                continue;
+            }
+            if t.slots.len() < home {
+                t.slots.resize(home, empty);
+            }
+            t.slots.push(Entry::new(key, fp));
+            t.len += 1;
+        }
+        t.slots.resize(size, empty);
+        for (key, fp) in wrapped {
+            t.insert(key, fp);
+        }
+        t
+    }
+
     fn get(&self, key: u64) -> Option<u32> {
         if key == 0 {
             return self.zero;
@@ -294,32 +328,28 @@ impl Seen {
         if b.len() % ENTRY_BYTES != 0 {
             return None;
         }
-        let n = b.len() / ENTRY_BYTES;
-        let entries = b.chunks_exact(ENTRY_BYTES).map(|c| {
-            let (k, fp) = c.split_at(8);
-            Some((
-                u64::from_le_bytes(k.try_into().ok()?),
-                u32::from_le_bytes(fp.try_into().ok()?),
-            ))
-        });
-        let mut out = if n <= SMALL {
-            Self::Small(Vec::with_capacity(n))
-        } else {
-            Self::Large(Box::new(Table::with_slots(Table::slots_for(n))))
+        let entries = || {
+            b.chunks_exact(ENTRY_BYTES).filter_map(|c| {
+                let (k, fp) = c.split_at(8);
+                Some((
+                    u64::from_le_bytes(k.try_into().ok()?),
+                    u32::from_le_bytes(fp.try_into().ok()?),
+                ))
+            })
         };
         let mut last = None;
-        for e in entries {
-            let (k, fp) = e?;
+        for (k, _) in entries() {
             if last.is_some_and(|l| l >= k) {
                 return None;
             }
             last = Some(k);
-            match &mut out {
-                Self::Small(v) => v.push(Entry::new(k, fp)),
-                Self::Large(t) => t.insert(k, fp),
-            }
         }
-        Some(out)
+        let n = b.len() / ENTRY_BYTES;
+        Some(if n <= SMALL {
+            Self::Small(entries().map(|(k, fp)| Entry::new(k, fp)).collect())
+        } else {
+            Self::Large(Box::new(Table::from_sorted(n, entries())))
+        })
     }
 }
 
@@ -421,6 +451,26 @@ mod tests {
         let mut bytes = Vec::new();
         s.write_bytes(&mut bytes);
         check(&Seen::from_bytes(&bytes).unwrap_or_default());
+    }
+
+    #[test]
+    fn a_table_filled_in_key_order_wraps_past_its_last_slot() {
+        let mut s = Seen::default();
+        // All at the last slot, and the key 0: most wrap to the start.
+        for i in 0..SMALL as u64 + 500 {
+            s.insert_hash(u64::MAX - i, i as u32);
+        }
+        s.insert_hash(0, 7);
+        s.insert_hash(1, 8);
+        let mut bytes = Vec::new();
+        s.write_bytes(&mut bytes);
+        let back = Seen::from_bytes(&bytes).unwrap_or_default();
+        assert!(matches!(back, Seen::Large(_)));
+        assert_eq!(back.sorted(), s.sorted());
+        for (k, fp) in s.sorted() {
+            assert_eq!(back.get_hash(k), Some(fp));
+        }
+        assert_eq!(back.get_hash(2), None);
     }
 
     #[test]
