@@ -315,9 +315,9 @@ proptest! {
     }
 }
 
-/// Snapshot format 5 holds folded fingerprints of the current hash: an older snapshot is not
-/// restored (the host replays its journal instead), and a current one
-/// restores to the same state, closed history included.
+/// Snapshot format 6 holds closed history as packed arenas: an older
+/// snapshot is not restored (the host replays its journal instead), and a
+/// current one restores to the same state, closed history included.
 #[test]
 fn only_the_current_snapshot_format_restores() {
     let mut c = Checker::default();
@@ -345,8 +345,12 @@ fn only_the_current_snapshot_format_restores() {
     let snap = c.snapshot();
     let restored = Checker::restore(Validator::default(), &snap).unwrap();
     assert_eq!(restored.debug_state(), c.debug_state());
-    let text = String::from_utf8(snap).unwrap();
-    assert!(text.contains(r#""format":5"#));
-    let old = text.replace(r#""format":5"#, r#""format":4"#);
-    assert!(Checker::restore(Validator::default(), old.as_bytes()).is_none());
+    // The header: a magic string, then the format (6) as a u32 LE.
+    assert_eq!(&snap[..12], b"narad.ck\x06\0\0\0");
+    let mut old = snap.clone();
+    old[8] = 5;
+    assert!(Checker::restore(Validator::default(), &old).is_none());
+    // A format 5 snapshot was one JSON document.
+    let v5 = r#"{"format":5,"sessions":{},"workspaces":{},"client":{},"index":0}"#;
+    assert!(Checker::restore(Validator::default(), v5.as_bytes()).is_none());
 }

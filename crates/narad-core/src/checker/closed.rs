@@ -160,10 +160,23 @@ impl Arena {
     }
 
     fn reindex(&mut self) {
-        let mut index = Indexed::default();
-        for e in self.entries() {
-            let slot = index.map.entry(id_hash(e.id)).or_insert(e.at as u32);
-            index.collided |= *slot != e.at as u32;
+        let mut index = Indexed {
+            // Sized once: growing rehashed every entry again.
+            map: Index::with_capacity_and_hasher(self.live as usize, Default::default()),
+            collided: false,
+        };
+        let mut all: Vec<(u64, u32)> = self
+            .entries()
+            .map(|e| (id_hash(e.id), e.at as u32))
+            .collect();
+        // In the order of the table's buckets (the low bits of the hash
+        // pick one): the inserts then walk the table instead of missing
+        // the cache each. Only speed depends on it.
+        let mask = (index.map.capacity() / 7 * 8).next_power_of_two() as u64 - 1;
+        all.sort_unstable_by_key(|&(h, at)| (h & mask, at));
+        for (h, at) in all {
+            let slot = index.map.entry(h).or_insert(at);
+            index.collided |= *slot != at;
         }
         self.index = (self.live > LINEAR).then(|| Box::new(index));
     }
@@ -220,6 +233,43 @@ impl Arena {
     /// Whether any live record is held.
     pub fn is_empty(&self) -> bool {
         self.live == 0
+    }
+
+    /// Appends the live records as they are laid out, dead ones dropped:
+    /// the snapshot form, read back by [`Arena::from_live`].
+    pub fn write_live(&self, out: &mut Vec<u8>) {
+        if self.dead_bytes == 0 {
+            out.extend_from_slice(&self.bytes);
+            return;
+        }
+        for e in self.entries() {
+            out.extend_from_slice(self.bytes.get(e.at..e.end).unwrap_or_default());
+        }
+    }
+
+    /// The arena [`Arena::write_live`] wrote, its index rebuilt. `None`
+    /// unless every byte belongs to a live record whose id and payload
+    /// `valid` accepts, so a corrupt snapshot is refused, not read.
+    pub fn from_live(bytes: &[u8], valid: impl Fn(&str, &[u8]) -> bool) -> Option<Self> {
+        // Offsets are held as u32.
+        if u32::try_from(bytes.len()).is_err() {
+            return None;
+        }
+        let mut a = Self {
+            bytes: bytes.to_vec(),
+            ..Self::default()
+        };
+        let mut at = 0;
+        while at < a.bytes.len() {
+            let e = a.entry(at)?;
+            if !e.alive || !valid(e.id, e.payload) {
+                return None;
+            }
+            at = e.end;
+            a.live += 1;
+        }
+        a.reindex();
+        Some(a)
     }
 
     /// Every live record, in id order.
@@ -438,7 +488,8 @@ impl<'a> RunRef<'a> {
 }
 
 impl Session {
-    fn closed(&self) -> Option<&Closed> {
+    /// The closed runs and tool calls, if any closed.
+    pub(super) fn closed(&self) -> Option<&Closed> {
         self.closed.as_deref()
     }
 
@@ -694,7 +745,9 @@ impl Session {
         }
     }
 
-    /// Compacts every terminal run and finished tool call (after a restore).
+    /// Compacts every terminal run and finished tool call, and moves into
+    /// its record a head or packed graph held under a closed run's id
+    /// (after a restore).
     pub(super) fn retire_all(&mut self) {
         let tools: Vec<String> = self.w().tools.iter().map(|(k, _)| k.clone()).collect();
         for t in &tools {
@@ -704,6 +757,32 @@ impl Session {
         for r in &runs {
             self.retire(Some(r), None, None);
         }
+        let w = self.w();
+        let heads = w.run_heads.iter().map(|(k, _)| k);
+        let keys: Vec<String> = heads
+            .chain(w.derived.iter().map(|(k, _)| k))
+            .cloned()
+            .collect();
+        for k in keys {
+            if self.is_closed_run(&k) {
+                self.settle_root(&k);
+            }
+        }
+        self.trim();
+    }
+
+    /// Installs closed history from the snapshot form (each arena as
+    /// [`Arena::write_live`] wrote it): the arenas as they are, after a
+    /// check that every record, and the graph in it, parses (nothing is
+    /// unpacked). `None` when one does not.
+    pub(super) fn read_closed(&mut self, runs: &[u8], tools: &[u8]) -> Option<()> {
+        let runs = Arena::from_live(runs, |id, b| {
+            Record::parse(id, b).is_some_and(|r| r.graph.is_none_or(super::derived::parses))
+        })?;
+        let tools = Arena::from_live(tools, |_, b| std::str::from_utf8(b).is_ok())?;
+        self.closed =
+            (!runs.is_empty() || !tools.is_empty()).then(|| Box::new(Closed { runs, tools }));
+        Some(())
     }
 }
 

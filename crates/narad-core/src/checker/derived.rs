@@ -208,10 +208,10 @@ impl<'a> Reader<'a> {
         None
     }
 
-    fn state(&mut self) -> Option<String> {
+    fn state(&mut self) -> Option<&'a str> {
         match self.byte()? {
-            0 => self.str().map(str::to_owned),
-            i => STATES.get(usize::from(i - 1)).map(|s| (*s).to_owned()),
+            0 => self.str(),
+            i => STATES.get(usize::from(i - 1)).copied(),
         }
     }
 
@@ -223,49 +223,91 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn unpack(b: &[u8], root: &str) -> Option<RunGraph> {
+/// One packed node, borrowed from the bytes (and the root's id).
+struct PackedNode<'a> {
+    kind: NodeKind,
+    prefix: &'static str,
+    id: &'a str,
+    label: &'a str,
+    state: &'a str,
+    run_id: Option<&'a str>,
+}
+
+/// Reads packed bytes without building anything: `(revision, cursor)`,
+/// each node to `node` and each edge, its nodes by position (in range),
+/// to `edge`. `None` where the bytes do not parse.
+fn walk<'a>(
+    b: &'a [u8],
+    root: &'a str,
+    mut node: impl FnMut(PackedNode<'a>),
+    mut edge: impl FnMut(EdgeKind, usize, usize),
+) -> Option<(u64, u64)> {
     let mut r = Reader(b);
-    let root = root.to_owned();
     let (revision, cursor) = (r.num()?, r.num()?);
-    let count = usize::try_from(r.num()?).ok()?;
-    let mut nodes = Vec::with_capacity(count.min(b.len()));
-    for _ in 0..count {
+    let nodes = usize::try_from(r.num()?).ok()?;
+    for _ in 0..nodes {
         let flags = r.byte()?;
         let (kind, prefix) = match flags & 3 {
             0 => (NodeKind::Run, "run"),
             1 => (NodeKind::Tool, "tool"),
             _ => (NodeKind::Interrupt, "interrupt"),
         };
-        let id = if flags & 16 != 0 {
-            root.as_str()
-        } else {
-            r.str()?
-        };
+        let id = if flags & 16 != 0 { root } else { r.str()? };
         let label = if flags & 4 != 0 { id } else { r.str()? };
         let state = r.state()?;
         let run_id = match (flags & 8 != 0, flags & 32 != 0) {
             (false, _) => None,
-            (true, true) => Some(root.clone()),
-            (true, false) => Some(r.str()?.to_owned()),
+            (true, true) => Some(root),
+            (true, false) => Some(r.str()?),
         };
-        nodes.push(Node {
-            id: format!("{prefix}:{id}"),
+        node(PackedNode {
             kind,
-            label: label.to_owned(),
+            prefix,
+            id,
+            label,
             state,
             run_id,
         });
     }
-    let count = usize::try_from(r.num()?).ok()?;
-    let mut edges = Vec::with_capacity(count.min(b.len()));
-    for _ in 0..count {
+    for _ in 0..usize::try_from(r.num()?).ok()? {
         let kind = match r.byte()? {
             0 => EdgeKind::Child,
             1 => EdgeKind::Tool,
             _ => EdgeKind::Interrupt,
         };
-        let from: &Node = nodes.get(usize::try_from(r.num()?).ok()?)?;
-        let to: &Node = nodes.get(usize::try_from(r.num()?).ok()?)?;
+        let from = usize::try_from(r.num()?).ok().filter(|&i| i < nodes)?;
+        let to = usize::try_from(r.num()?).ok().filter(|&i| i < nodes)?;
+        edge(kind, from, to);
+    }
+    Some((revision, cursor))
+}
+
+/// Whether packed graph bytes parse (a restored snapshot's are checked
+/// before they are installed), without building the graph.
+pub(crate) fn parses(b: &[u8]) -> bool {
+    walk(b, "", |_| {}, |_, _, _| {}).is_some()
+}
+
+fn unpack(b: &[u8], root: &str) -> Option<RunGraph> {
+    let mut nodes = Vec::new();
+    let mut links = Vec::new();
+    let (revision, cursor) = walk(
+        b,
+        root,
+        |n| {
+            nodes.push(Node {
+                id: format!("{}:{}", n.prefix, n.id),
+                kind: n.kind,
+                label: n.label.to_owned(),
+                state: n.state.to_owned(),
+                run_id: n.run_id.map(str::to_owned),
+            })
+        },
+        |kind, from, to| links.push((kind, from, to)),
+    )?;
+    let mut edges = Vec::with_capacity(links.len());
+    for (kind, from, to) in links {
+        let (from, to): (&Node, &Node) = (nodes.get(from)?, nodes.get(to)?);
         edges.push(Edge {
             id: format!("{}:{}->{}", kind.as_str(), from.id, to.id),
             kind,
@@ -273,7 +315,13 @@ fn unpack(b: &[u8], root: &str) -> Option<RunGraph> {
             to: to.id.clone(),
         });
     }
-    Some(RunGraph::from_parts(root, nodes, edges, revision, cursor))
+    Some(RunGraph::from_parts(
+        root.to_owned(),
+        nodes,
+        edges,
+        revision,
+        cursor,
+    ))
 }
 
 #[cfg(test)]
@@ -319,6 +367,13 @@ mod tests {
         let mut d = Derived::live(g.clone());
         d.pack("r");
         assert!(d.is_packed());
+        let Derived::Packed(b) = &d else {
+            panic!("packed")
+        };
+        assert!(parses(b));
+        for cut in 0..b.len() {
+            assert!(!parses(&b[..cut]) && unpack(&b[..cut], "r").is_none());
+        }
         assert_eq!(*d.graph("r"), g);
         d.with_live("r", |g| g.skip_to(20));
         assert_eq!(d.graph("r").cursor(), 20);

@@ -23,6 +23,7 @@ mod identity;
 mod rules;
 mod seen;
 mod session;
+mod snapshot;
 mod watch;
 
 pub use client::{ClientLedger, CLOSURE_CODES};
@@ -34,7 +35,6 @@ use crate::model::{
     AuthorityEnvelope, AuthorityEvent, AuthorityPayload, Cursor, Executor, HydratePayload,
 };
 use crate::record::{IgnoredAuthority, Parsed, Record};
-use crate::small_map::SmallMap;
 use crate::validate::Validator;
 use derived::Derived;
 use identity::{dedup, fingerprint};
@@ -242,13 +242,6 @@ pub struct Checker {
     full_history: bool,
 }
 
-/// Version of the [`Checker::snapshot`] layout. Version 5: deduplication
-/// sets hold `[eventId hash, folded 32-bit fingerprint]` pairs, both
-/// the word-at-a-time hash of [`crate::fingerprint`]. Earlier versions
-/// (SipHash ids and FNV fingerprints, 64-bit fingerprints, or eventIds
-/// themselves) are not restored: the host replays the journal instead.
-const SNAPSHOT_FORMAT: u32 = 5;
-
 pub(crate) type R<T = ()> = Result<T, (&'static str, &'static str, String)>;
 
 pub(crate) fn fail<T>(
@@ -454,91 +447,23 @@ impl Checker {
 
     /// The checker's whole state as bytes (everything but its validator and
     /// the canonical-graph setting), for a host to store beside the journal
-    /// and [`Checker::restore`] later instead of replaying it all. Not a
-    /// wire format: it is versioned and may change between releases.
+    /// and [`Checker::restore`] later instead of replaying it all. Closed
+    /// runs and tool calls are written as the packed arenas the checker
+    /// holds them in and dedup sets as fixed-size entries, so the bytes and
+    /// the cost of a restore follow open work more than history (layout in
+    /// `checker/snapshot.rs`). Not a wire format: it is versioned and may
+    /// change between releases.
     pub fn snapshot(&self) -> Vec<u8> {
-        #[derive(Serialize)]
-        struct FullRef<'a> {
-            state: &'a Session,
-            seen: &'a Seen,
-            derived: derived::Graphs<'a>,
-        }
-        #[derive(Serialize)]
-        struct SnapRef<'a> {
-            format: u32,
-            sessions: BTreeMap<&'a str, FullRef<'a>>,
-            workspaces: &'a BTreeMap<String, (Seen, u64)>,
-            client: &'a ClientLedger,
-            index: usize,
-        }
-        let snap = SnapRef {
-            format: SNAPSHOT_FORMAT,
-            sessions: self
-                .sessions
-                .iter()
-                .map(|(k, s)| {
-                    (
-                        &**k,
-                        FullRef {
-                            state: s,
-                            seen: &s.seen,
-                            derived: derived::Graphs(s.all_derived()),
-                        },
-                    )
-                })
-                .collect(),
-            workspaces: &self.workspaces,
-            client: &self.client,
-            index: self.index,
-        };
-        serde_json::to_vec(&snap).unwrap_or_default()
+        snapshot::write(self)
     }
 
     /// A checker restored from [`Checker::snapshot`] bytes, parsing with
-    /// `validator`. `None` when the bytes are not a snapshot of this format
-    /// (the host then replays the journal instead).
+    /// `validator`. `None` when the bytes are not a snapshot of this format,
+    /// or are cut short or corrupt (the host then replays the journal
+    /// instead); closed history is installed as written, each record
+    /// checked but none unpacked.
     pub fn restore(validator: Validator, bytes: &[u8]) -> Option<Self> {
-        #[derive(Deserialize)]
-        struct Full {
-            state: Session,
-            seen: Seen,
-            derived: SmallMap<Derived>,
-        }
-        #[derive(Deserialize)]
-        struct Snap {
-            format: u32,
-            sessions: BTreeMap<String, Full>,
-            workspaces: BTreeMap<String, (Seen, u64)>,
-            client: ClientLedger,
-            index: usize,
-        }
-        let snap: Snap = serde_json::from_slice(bytes).ok()?;
-        if snap.format != SNAPSHOT_FORMAT {
-            return None;
-        }
-        let sessions = snap
-            .sessions
-            .into_iter()
-            .map(|(k, f)| {
-                let mut s = f.state;
-                s.seen = f.seen;
-                s.w_mut().derived = f.derived;
-                s.trim();
-                s.reindex();
-                s.pack_closed_graphs();
-                s.retire_all();
-                (k.into_boxed_str(), Box::new(s))
-            })
-            .collect();
-        Some(Self {
-            validator,
-            sessions,
-            workspaces: snap.workspaces,
-            client: snap.client,
-            index: snap.index,
-            canonical_graphs: false,
-            full_history: false,
-        })
+        snapshot::read(validator, bytes)
     }
 
     /// Parses, validates and applies one record.

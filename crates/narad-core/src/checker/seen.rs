@@ -131,6 +131,40 @@ impl Table {
         i
     }
 
+    /// A table of `n` entries given in strictly increasing key order,
+    /// filled in one pass: with linear probing each then lands at its
+    /// home slot or just past the entry before it (every slot between is
+    /// taken), so the slots are written in order. Entries that would run
+    /// past the end wrap around through [`Table::insert`].
+    fn from_sorted(n: usize, sorted: impl Iterator<Item = (u64, u32)>) -> Self {
+        let size = Self::slots_for(n);
+        let empty = Entry::new(0, 0);
+        let mut t = Self {
+            slots: Vec::with_capacity(size),
+            shift: 64 - size.trailing_zeros(),
+            len: 0,
+            zero: None,
+        };
+        let mut wrapped = Vec::new();
+        for (key, fp) in sorted {
+            let home = (key >> t.shift) as usize;
+            if key == 0 || t.slots.len() >= size {
+                wrapped.push((key, fp));
+                continue;
+            }
+            if t.slots.len() < home {
+                t.slots.resize(home, empty);
+            }
+            t.slots.push(Entry::new(key, fp));
+            t.len += 1;
+        }
+        t.slots.resize(size, empty);
+        for (key, fp) in wrapped {
+            t.insert(key, fp);
+        }
+        t
+    }
+
     fn get(&self, key: u64) -> Option<u32> {
         if key == 0 {
             return self.zero;
@@ -272,20 +306,69 @@ impl Seen {
     }
 }
 
+/// Bytes per entry of the snapshot form: the id hash, then the folded
+/// fingerprint, little-endian.
+const ENTRY_BYTES: usize = 12;
+
+impl Seen {
+    /// Appends the snapshot form: every entry in hash order, 12 bytes each.
+    pub fn write_bytes(&self, out: &mut Vec<u8>) {
+        let all = self.sorted();
+        out.reserve(all.len() * ENTRY_BYTES);
+        for (k, fp) in all {
+            out.extend_from_slice(&k.to_le_bytes());
+            out.extend_from_slice(&fp.to_le_bytes());
+        }
+    }
+
+    /// The set [`Seen::write_bytes`] wrote. `None` unless the bytes are
+    /// whole entries in strictly increasing hash order. A table is sized
+    /// for them once and filled in slot order (the hash order).
+    pub fn from_bytes(b: &[u8]) -> Option<Self> {
+        if b.len() % ENTRY_BYTES != 0 {
+            return None;
+        }
+        let entries = || {
+            b.chunks_exact(ENTRY_BYTES).filter_map(|c| {
+                let (k, fp) = c.split_at(8);
+                Some((
+                    u64::from_le_bytes(k.try_into().ok()?),
+                    u32::from_le_bytes(fp.try_into().ok()?),
+                ))
+            })
+        };
+        let mut last = None;
+        for (k, _) in entries() {
+            if last.is_some_and(|l| l >= k) {
+                return None;
+            }
+            last = Some(k);
+        }
+        let n = b.len() / ENTRY_BYTES;
+        Some(if n <= SMALL {
+            Self::Small(entries().map(|(k, fp)| Entry::new(k, fp)).collect())
+        } else {
+            Self::Large(Box::new(Table::from_sorted(n, entries())))
+        })
+    }
+}
+
 impl fmt::Debug for Seen {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.sorted()).finish()
     }
 }
 
-/// Serialized as `[[idHash, fingerprint], …]` in hash order.
+/// Serialized as `[[idHash, fingerprint], …]` in hash order (a workspace's
+/// set in the checker snapshot's JSON; a session's set is written in the
+/// binary form of [`Seen::write_bytes`]).
 impl Serialize for Seen {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.sorted().serialize(s)
     }
 }
 
-/// Reads the pairs (snapshot format 5; older snapshots are not restored).
+/// Reads the pairs.
 impl<'de> Deserialize<'de> for Seen {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
@@ -365,5 +448,51 @@ mod tests {
         let bytes = serde_json::to_vec(&s).unwrap_or_default();
         let back: Seen = serde_json::from_slice(&bytes).unwrap_or_default();
         check(&back);
+        let mut bytes = Vec::new();
+        s.write_bytes(&mut bytes);
+        check(&Seen::from_bytes(&bytes).unwrap_or_default());
+    }
+
+    #[test]
+    fn a_table_filled_in_key_order_wraps_past_its_last_slot() {
+        let mut s = Seen::default();
+        // All at the last slot, and the key 0: most wrap to the start.
+        for i in 0..SMALL as u64 + 500 {
+            s.insert_hash(u64::MAX - i, i as u32);
+        }
+        s.insert_hash(0, 7);
+        s.insert_hash(1, 8);
+        let mut bytes = Vec::new();
+        s.write_bytes(&mut bytes);
+        let back = Seen::from_bytes(&bytes).unwrap_or_default();
+        assert!(matches!(back, Seen::Large(_)));
+        assert_eq!(back.sorted(), s.sorted());
+        for (k, fp) in s.sorted() {
+            assert_eq!(back.get_hash(k), Some(fp));
+        }
+        assert_eq!(back.get_hash(2), None);
+    }
+
+    #[test]
+    fn the_snapshot_form_round_trips_and_refuses_what_it_never_writes() {
+        for n in [0u64, 3, SMALL as u64, SMALL as u64 + 1, 5000] {
+            let mut s = Seen::default();
+            for i in 0..n {
+                s.insert(&format!("e{i}"), i);
+            }
+            let mut bytes = Vec::new();
+            s.write_bytes(&mut bytes);
+            assert_eq!(bytes.len(), n as usize * ENTRY_BYTES);
+            let back = Seen::from_bytes(&bytes).unwrap_or_default();
+            assert_eq!(format!("{back:?}"), format!("{s:?}"));
+            assert_eq!(matches!(back, Seen::Small(_)), n <= SMALL as u64);
+            if n > 1 {
+                // A partial entry, and entries out of order.
+                assert!(Seen::from_bytes(&bytes[1..]).is_none());
+                let mut swapped = bytes[ENTRY_BYTES..2 * ENTRY_BYTES].to_vec();
+                swapped.extend_from_slice(&bytes[..ENTRY_BYTES]);
+                assert!(Seen::from_bytes(&swapped).is_none());
+            }
+        }
     }
 }

@@ -148,7 +148,19 @@ impl Session {
         }
     }
 
-    fn view(&self) -> View<'_> {
+    fn view(&self) -> View<'_, Heads<'_>, Runs<'_>, Tools<'_>> {
+        self.view_with(Heads(self), Runs(self), Tools(self))
+    }
+
+    /// The serde form of the open part only: run-tree heads, runs and tool
+    /// calls not in [`Closed`] (the snapshot writes that as its arenas).
+    /// Deserializing it gives a session with no closed history.
+    pub fn open_state(&self) -> impl Serialize + '_ {
+        let w = self.w();
+        self.view_with(&w.run_heads, &w.runs, &w.tools)
+    }
+
+    fn view_with<H, R, T>(&self, run_heads: H, runs: R, tools: T) -> View<'_, H, R, T> {
         let x = self.x();
         View {
             head: self.head,
@@ -158,9 +170,9 @@ impl Session {
             transcript: &x.transcript,
             documents: &x.documents,
             workflow_heads: &x.workflow_heads,
-            run_heads: Heads(self),
-            runs: Runs(self),
-            tools: Tools(self),
+            run_heads,
+            runs,
+            tools,
             workflows: &x.workflows,
             slot: &self.slot,
             pending: &x.pending,
@@ -171,10 +183,12 @@ impl Session {
     }
 }
 
-/// The flat form, in the field order of the struct this replaced.
+/// The flat form, in the field order of the struct this replaced; the
+/// run-tree heads, runs and tool calls are all of them (`state_json`,
+/// `Debug`) or the open ones (the snapshot).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct View<'a> {
+struct View<'a, H, R, T> {
     head: u64,
     covered: u64,
     #[serde(skip)]
@@ -183,9 +197,9 @@ struct View<'a> {
     transcript: &'a Transcript,
     documents: &'a Documents,
     workflow_heads: &'a SmallMap<u64>,
-    run_heads: Heads<'a>,
-    runs: Runs<'a>,
-    tools: Tools<'a>,
+    run_heads: H,
+    runs: R,
+    tools: T,
     workflows: &'a SmallMap<Workflow>,
     slot: &'a Option<Box<Slot>>,
     pending: &'a Vec<Adjacency>,

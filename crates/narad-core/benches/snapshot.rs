@@ -1,0 +1,78 @@
+//! The checker's own snapshot size and restore time for one long session
+//! of back-to-back runs (the `runs` corpus of narad-engine's `hydrate`
+//! bench: eight events a run), without a store or a digest: what
+//! `Checker::snapshot` writes and the best of five `Checker::restore`s.
+//!
+//! ```text
+//! cargo bench -p narad-core --bench snapshot            # 100k and 1M events
+//! NARAD_BENCH_QUICK=1 cargo bench -p narad-core --bench snapshot   # 100k
+//! ```
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench code
+
+use narad_core::checker::Checker;
+use narad_core::Validator;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// The `k`-th (1-based) event of run number `run`, at session position `seq`.
+fn event(seq: u64, run: u64, k: u64) -> Vec<u8> {
+    let tool = format!("tool-{run}");
+    let body = match k {
+        1 => json!({"type": "run.started"}),
+        2 => {
+            json!({"type": "tool.call.started", "toolCallId": tool, "toolName": "search", "executor": "backend", "args": {"query": "narad"}})
+        }
+        3 => {
+            json!({"type": "progress.recorded", "progressId": "phase", "category": "phase", "label": "Searching", "status": "active", "privacy": "public"})
+        }
+        4..=6 => json!({"type": "run.custom", "name": "acme.tokens", "value": {"n": k}}),
+        7 => {
+            json!({"type": "tool.call.finished", "toolCallId": tool, "outcome": "success", "response": {"hits": []}})
+        }
+        _ => json!({"type": "run.finished"}),
+    };
+    let root = format!("run-{run}");
+    let mut m = json!({
+        "protocolVersion": "narad/v1", "eventId": format!("evt-{seq}"),
+        "timestamp": "2026-08-05T00:00:01.250Z", "sessionId": "s",
+        "sessionSequence": seq, "rootRunId": root, "runId": root, "sequence": k
+    });
+    if let (Value::Object(m), Value::Object(b)) = (&mut m, body) {
+        m.extend(b);
+    }
+    serde_json::to_vec(&m).unwrap()
+}
+
+fn main() {
+    let quick = std::env::var_os("NARAD_BENCH_QUICK").is_some();
+    let sizes: &[u64] = if quick {
+        &[100_000]
+    } else {
+        &[100_000, 1_000_000]
+    };
+    for &n in sizes {
+        let mut c = Checker::default();
+        for seq in 1..=n {
+            c.push_bytes(&event(seq, (seq - 1) / 8, (seq - 1) % 8 + 1))
+                .unwrap();
+        }
+        let t = Instant::now();
+        let snap = c.snapshot();
+        let write = t.elapsed();
+        let mut best = Duration::MAX;
+        for _ in 0..5 {
+            let t = Instant::now();
+            let r = Checker::restore(Validator::default(), &snap).unwrap();
+            best = best.min(t.elapsed());
+            assert_eq!(r.session_head("s"), Some(n));
+        }
+        println!(
+            "snapshot {n:>8} events: {:>10} bytes ({:>5.1} B/event); write {:>7.1} ms; restore {:>7.1} ms",
+            snap.len(),
+            snap.len() as f64 / n as f64,
+            write.as_secs_f64() * 1e3,
+            best.as_secs_f64() * 1e3,
+        );
+    }
+}
