@@ -9,8 +9,7 @@
 use std::process::Command;
 
 use narad_engine::{
-    Engine, Interrupt, InterruptScope, NewSession, Principal, StartRun, Started, Terminal,
-    ToolOutcome,
+    Engine, Interrupt, NewSession, Principal, StartRun, Started, Terminal, ToolOutcome,
 };
 use narad_store::Store;
 use serde_json::{json, Value};
@@ -72,14 +71,7 @@ fn setup(url: &str) -> Setup {
             .request_interrupt(
                 &me,
                 &ended,
-                Interrupt {
-                    scope: InterruptScope::Run(ended_run.clone()),
-                    kind: "approval".into(),
-                    actions: vec!["approve".into(), "deny".into()],
-                    input: None,
-                    expires_at: None,
-                    title: None,
-                },
+                Interrupt::on_run(ended_run.clone(), "approval", ["approve", "deny"]),
             )
             .await
             .unwrap();

@@ -13,8 +13,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use common::{me, types};
 use narad_engine::{
-    AllowAll, Engine, EngineConfig, Interrupt, InterruptScope, ManualClock, NewSession,
-    SequentialIds, StartRun, Started,
+    AllowAll, Engine, EngineConfig, Interrupt, ManualClock, NewSession, SequentialIds, StartRun,
+    Started,
 };
 use narad_store::{
     Appended, Batch, HistoryQuery, Page, SideSpace, Store, StoreError, Subscription, WatchPage,
@@ -149,14 +149,7 @@ async fn an_append_that_applied_but_lost_its_answer_is_resolved_not_refused() {
     e.request_interrupt(
         &me(),
         &sid,
-        Interrupt {
-            scope: InterruptScope::Run(run),
-            kind: "approval".into(),
-            actions: vec!["approve".into(), "deny".into()],
-            input: None,
-            expires_at: None,
-            title: None,
-        },
+        Interrupt::on_run(run, "approval", ["approve", "deny"]),
     )
     .await
     .unwrap();

@@ -19,8 +19,8 @@ use std::time::Duration;
 use common::me;
 use narad_core::checker::Checker;
 use narad_engine::{
-    AllowAll, Engine, EngineConfig, Interrupt, InterruptScope, ManualClock, NewSession, RandomIds,
-    Resolve, StartRun, Started, Terminal, ToolOutcome,
+    AllowAll, Engine, EngineConfig, Interrupt, ManualClock, NewSession, RandomIds, Resolve,
+    StartRun, Started, Terminal, ToolOutcome,
 };
 use narad_store::fault::{Fault, FaultStore, Method, Rule};
 use narad_store::Store;
@@ -202,14 +202,7 @@ async fn script(e: &Engine<Faulty>, sid: &str, acked: &mut Acked) {
             acked.messages.push(m);
         }
     }
-    let interrupt = Interrupt {
-        scope: InterruptScope::Run(run.clone()),
-        kind: "approval".into(),
-        actions: vec!["approve".into()],
-        input: None,
-        expires_at: None,
-        title: None,
-    };
+    let interrupt = Interrupt::on_run(run.clone(), "approval", ["approve"]);
     if let Some((iid, _)) = noted(acked, e.request_interrupt(&me(), sid, interrupt).await) {
         acked.interrupts.push(iid.clone());
         let resolve = Resolve {

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use narad_core::checker::Checker;
 use narad_engine::{
-    AllowAll, Engine, EngineConfig, Interrupt, InterruptScope, ManualClock, NewSession, Principal,
-    Resolve, SequentialIds, StartRun, Started, Terminal,
+    AllowAll, Engine, EngineConfig, Interrupt, ManualClock, NewSession, Principal, Resolve,
+    SequentialIds, StartRun, Started, Terminal,
 };
 use narad_store::Store;
 use serde_json::Value;
@@ -66,14 +66,7 @@ async fn scenario<S: Store + 'static>(store: S) {
         .request_interrupt(
             &me(),
             "src",
-            Interrupt {
-                scope: InterruptScope::Run(run.clone()),
-                kind: "approval".into(),
-                actions: vec!["approve".into(), "deny".into()],
-                input: None,
-                expires_at: None,
-                title: None,
-            },
+            Interrupt::on_run(run.clone(), "approval", ["approve", "deny"]),
         )
         .await
         .unwrap();

@@ -98,14 +98,7 @@ async fn an_interrupt_or_a_terminal_while_paused_is_refused() {
         e.request_interrupt(
             &me(),
             &sid,
-            Interrupt {
-                scope: InterruptScope::Run(run.clone()),
-                kind: "approval".into(),
-                actions: vec!["ok".into()],
-                input: None,
-                expires_at: None,
-                title: None,
-            },
+            Interrupt::on_run(run.clone(), "approval", ["ok"]),
         )
         .await
         .map(|_| ())

@@ -15,8 +15,8 @@ use bytes::Bytes;
 use common::{assert_valid, me};
 use narad_engine::client::Finished;
 use narad_engine::{
-    AllowAll, Engine, EngineConfig, Interrupt, InterruptScope, ManualClock, NewSession, RandomIds,
-    Resolve, StartRun, Started, Terminal,
+    AllowAll, Engine, EngineConfig, Interrupt, ManualClock, NewSession, RandomIds, Resolve,
+    StartRun, Started, Terminal,
 };
 use narad_store::migrate::{compare, copy_all, MigrateError};
 use narad_store::{Batch, Expect, SideSpace, SideWrite, Store};
@@ -94,14 +94,7 @@ async fn fill(e: &Engine<RedbStore>) -> Open {
         .request_interrupt(
             &me(),
             &interrupted,
-            Interrupt {
-                scope: InterruptScope::Run(run),
-                kind: "approval".into(),
-                actions: vec!["approve".into(), "deny".into()],
-                input: None,
-                expires_at: None,
-                title: None,
-            },
+            Interrupt::on_run(run, "approval", ["approve", "deny"]),
         )
         .await
         .unwrap();

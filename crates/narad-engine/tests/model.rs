@@ -12,8 +12,7 @@ mod common;
 
 use common::{assert_valid, engine, journal, me, session};
 use narad_engine::{
-    Engine, Interrupt, InterruptScope, Resolve, StartRun, Started, StopTarget, Terminal,
-    ToolOutcome,
+    Engine, Interrupt, Resolve, StartRun, Started, StopTarget, Terminal, ToolOutcome,
 };
 use narad_store_redb::RedbStore;
 use proptest::prelude::*;
@@ -122,14 +121,7 @@ async fn drive(e: Engine<RedbStore>, cmds: Vec<Cmd>) -> (String, usize, usize) {
                     .request_interrupt(
                         &me(),
                         &sid,
-                        Interrupt {
-                            scope: InterruptScope::Run(r),
-                            kind: "approval".into(),
-                            actions: vec!["approve".into(), "deny".into()],
-                            input: None,
-                            expires_at: None,
-                            title: None,
-                        },
+                        Interrupt::on_run(r, "approval", ["approve", "deny"]),
                     )
                     .await
                     .map(|(iid, _)| k.interrupts.push(iid)),

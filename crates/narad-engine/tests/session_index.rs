@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use narad_engine::{
-    AllowAll, Engine, EngineConfig, Interrupt, InterruptScope, ManualClock, NewSession, Principal,
-    Resolve, SequentialIds, SessionEntry, SessionQuery, SessionStatus, StartRun, Started, Terminal,
+    AllowAll, Engine, EngineConfig, Interrupt, ManualClock, NewSession, Principal, Resolve,
+    SequentialIds, SessionEntry, SessionQuery, SessionStatus, StartRun, Started, Terminal,
 };
 use narad_store::{SideSpace, Store};
 
@@ -69,14 +69,7 @@ async fn step<S: Store + 'static>(
         }
         3 => match active {
             Some(run) => {
-                let i = Interrupt {
-                    scope: InterruptScope::Run(run),
-                    kind: "approval".into(),
-                    actions: vec!["approve".into()],
-                    input: None,
-                    expires_at: None,
-                    title: None,
-                };
+                let i = Interrupt::on_run(run, "approval", ["approve"]);
                 e.request_interrupt(&me(), &sid, i).await.map(|_| ())
             }
             None => Ok(()),
@@ -496,14 +489,7 @@ async fn the_inbox_loads_only_sessions_awaiting_input() {
         else {
             panic!("queued")
         };
-        let i_req = Interrupt {
-            scope: InterruptScope::Run(run),
-            kind: "approval".into(),
-            actions: vec!["approve".into()],
-            input: None,
-            expires_at: None,
-            title: None,
-        };
+        let i_req = Interrupt::on_run(run, "approval", ["approve"]);
         let (iid, _) = e.request_interrupt(&me(), &sid, i_req).await.unwrap();
         if i == 3 {
             waiting = sid;

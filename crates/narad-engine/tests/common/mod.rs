@@ -170,14 +170,7 @@ pub async fn interrupted<S: Store + 'static>(
     e.request_interrupt(
         &me(),
         sid,
-        narad_engine::Interrupt {
-            scope: narad_engine::InterruptScope::Run(run.to_owned()),
-            kind: "approval".into(),
-            actions: vec!["approve".into(), "deny".into()],
-            input: None,
-            expires_at: None,
-            title: None,
-        },
+        narad_engine::Interrupt::on_run(run, "approval", ["approve", "deny"]),
     )
     .await
     .unwrap()
