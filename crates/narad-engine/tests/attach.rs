@@ -21,20 +21,15 @@ async fn attach_hydrates_transcript_and_graph_then_follows_from_the_boundary() {
     let Started::Running(run) = e.start_run(&me(), &sid, StartRun::default()).await.unwrap() else {
         panic!()
     };
-    let Started::Running(child) = e
-        .start_run(
-            &me(),
-            &sid,
-            StartRun {
-                parent_run_id: Some(run.clone()),
-                ..StartRun::default()
-            },
-        )
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
+    let child = common::running_with(
+        &e,
+        &sid,
+        StartRun {
+            parent_run_id: Some(run.clone()),
+            ..StartRun::default()
+        },
+    )
+    .await;
     let tool = e
         .start_tool_call(&me(), &sid, &child, "search", json!({}))
         .await

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use common::{assert_valid, journal, me, session};
 use narad_engine::executor::{ClientExecutor, Handled};
-use narad_engine::{AllowAll, Engine, EngineConfig, ManualClock, RandomIds, StartRun, Started};
+use narad_engine::{AllowAll, Engine, EngineConfig, ManualClock, RandomIds, StartRun};
 use narad_store_redb::RedbStore;
 use serde_json::Value;
 
@@ -155,20 +155,15 @@ async fn sigkilled_executors_never_repeat_a_side_effect() {
     );
     e.attach_client(&me(), "worker").await.unwrap();
     let sid = session(&e).await;
-    let Started::Running(run) = e
-        .start_run(
-            &me(),
-            &sid,
-            StartRun {
-                client_executor_id: Some("worker".into()),
-                ..StartRun::default()
-            },
-        )
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
+    let run = common::running_with(
+        &e,
+        &sid,
+        StartRun {
+            client_executor_id: Some("worker".into()),
+            ..StartRun::default()
+        },
+    )
+    .await;
     let outbox = e.client_outbox("worker");
     let mut unfinished: BTreeMap<String, Vec<u8>> = BTreeMap::new(); // token -> execute
     let mut calls = BTreeSet::new();

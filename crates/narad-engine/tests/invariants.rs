@@ -147,20 +147,15 @@ async fn no_tool_or_child_starts_after_stop_and_the_policy_closes_everything() {
     let e = engine(dir.path()).await;
     let sid = session(&e).await;
     let root = running(&e, &sid).await;
-    let Started::Running(child) = e
-        .start_run(
-            &me(),
-            &sid,
-            StartRun {
-                parent_run_id: Some(root.clone()),
-                ..StartRun::default()
-            },
-        )
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
+    let child = common::running_with(
+        &e,
+        &sid,
+        StartRun {
+            parent_run_id: Some(root.clone()),
+            ..StartRun::default()
+        },
+    )
+    .await;
     e.start_tool_call(&me(), &sid, &root, "slow", json!({}))
         .await
         .unwrap();
@@ -327,34 +322,24 @@ async fn a_nested_run_records_its_executor_binding_explicitly() {
     let dir = tempfile::tempdir().unwrap();
     let e = engine(dir.path()).await;
     let sid = session(&e).await;
-    let Started::Running(root) = e
-        .start_run(
-            &me(),
-            &sid,
-            StartRun {
-                client_executor_id: Some("desktop-1".into()),
-                ..StartRun::default()
-            },
-        )
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
-    let Started::Running(child) = e
-        .start_run(
-            &me(),
-            &sid,
-            StartRun {
-                parent_run_id: Some(root.clone()),
-                ..StartRun::default()
-            },
-        )
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
+    let root = common::running_with(
+        &e,
+        &sid,
+        StartRun {
+            client_executor_id: Some("desktop-1".into()),
+            ..StartRun::default()
+        },
+    )
+    .await;
+    let child = common::running_with(
+        &e,
+        &sid,
+        StartRun {
+            parent_run_id: Some(root.clone()),
+            ..StartRun::default()
+        },
+    )
+    .await;
     let evs: Vec<serde_json::Value> = journal(&e, &sid)
         .await
         .iter()

@@ -9,7 +9,7 @@ mod common;
 use common::{assert_valid, engine, finished, me, refused, running, session};
 use narad_engine::{
     Action, Authorizer, Engine, EngineConfig, EventScope, Interrupt, InterruptScope, ManualClock,
-    Principal, Resolve, SequentialIds, StartRun, Started,
+    Principal, Resolve, SequentialIds, StartRun,
 };
 use narad_store::Store;
 use serde_json::json;
@@ -48,20 +48,15 @@ async fn workflows_run_their_lifecycle_with_workflow_scope_interrupts() {
     )
     .await
     .unwrap();
-    let Started::Running(run) = e
-        .start_run(
-            &me(),
-            &sid,
-            StartRun {
-                workflow_id: Some(wf.clone()),
-                ..StartRun::default()
-            },
-        )
-        .await
-        .unwrap()
-    else {
-        panic!()
-    };
+    let run = common::running_with(
+        &e,
+        &sid,
+        StartRun {
+            workflow_id: Some(wf.clone()),
+            ..StartRun::default()
+        },
+    )
+    .await;
     refused(&e, &sid, "workflow_open_runs", async {
         e.append(
             &me(),

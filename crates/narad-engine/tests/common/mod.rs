@@ -139,11 +139,16 @@ pub fn finished() -> narad_engine::Terminal {
 
 /// Starts a top-level run that must start now.
 pub async fn running<S: Store + 'static>(e: &Engine<S>, sid: &str) -> String {
-    match e
-        .start_run(&me(), sid, narad_engine::StartRun::default())
-        .await
-        .unwrap()
-    {
+    running_with(e, sid, narad_engine::StartRun::default()).await
+}
+
+/// Starts a run with `opts` as `me()` and returns its id (it must run, not queue).
+pub async fn running_with<S: Store + 'static>(
+    e: &Engine<S>,
+    sid: &str,
+    opts: narad_engine::StartRun,
+) -> String {
+    match e.start_run(&me(), sid, opts).await.unwrap() {
         narad_engine::Started::Running(r) => r,
         other => panic!("{other:?}"),
     }
