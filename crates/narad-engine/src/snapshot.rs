@@ -11,7 +11,10 @@
 //!
 //! The digests catch damage and mix-ups (a truncated record, one written for
 //! another session or another history, edited state bytes). They are not a
-//! signature: whoever can rewrite the store can rewrite the journal too.
+//! signature: whoever can rewrite the store can rewrite the journal too. So
+//! they are XXH3-128, not a cryptographic hash: checking the body of a
+//! 1M-event session's snapshot (about 20 MB) takes a few milliseconds, where
+//! SHA-256 took about 17 ms of a 50 ms hydrate.
 //!
 //! Layout: `head` (8 bytes, big-endian, kept first so tools can read it
 //! without parsing), the header length (4 bytes, big-endian), the header
@@ -19,28 +22,30 @@
 //! (4 bytes), the expiries, the checker snapshot.
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use xxhash_rust::xxh3::xxh3_128;
 
-/// Version of the snapshot record layout. Version 1 (no header) is never
-/// trusted: it is replayed past and replaced by the next snapshot.
-const VERSION: u32 = 2;
+/// Version of the snapshot record layout. Older versions are never
+/// trusted: version 1 had no header and version 2 used SHA-256 digests; a
+/// record of either is replayed past and replaced by the next snapshot.
+const VERSION: u32 = 3;
 
-/// A rolling digest of a journal's events: `chain(n) = SHA-256(chain(n-1)
-/// || SHA-256(bytes(n)))`, with `chain(0)` all zeros.
+/// A rolling digest of a journal's events: `chain(n) = XXH3-128(chain(n-1)
+/// || XXH3-128(bytes(n)))` (each as 16 little-endian bytes), with
+/// `chain(0)` zero.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Chain {
-    digest: [u8; 32],
-    last: [u8; 32],
+    digest: u128,
+    last: u128,
 }
 
 impl Chain {
     /// Covers one more event, given its exact stored bytes.
     pub fn push(&mut self, bytes: &[u8]) {
-        self.last = Sha256::digest(bytes).into();
-        let mut h = Sha256::new();
-        h.update(self.digest);
-        h.update(self.last);
-        self.digest = h.finalize().into();
+        self.last = xxh3_128(bytes);
+        let mut both = [0u8; 32];
+        both[..16].copy_from_slice(&self.digest.to_le_bytes());
+        both[16..].copy_from_slice(&self.last.to_le_bytes());
+        self.digest = xxh3_128(&both);
     }
 
     /// This chain extended over `events`, without changing it.
@@ -61,9 +66,9 @@ struct Header {
     head: u64,
     /// [`Chain`] digest through `head`, hex.
     chain: String,
-    /// SHA-256 of the bytes of the event at `head`, hex (zeros at head 0).
+    /// XXH3-128 of the bytes of the event at `head`, hex (zero at head 0).
     last_event: String,
-    /// SHA-256 of the body, hex.
+    /// XXH3-128 of the body, hex.
     body: String,
 }
 
@@ -108,7 +113,7 @@ impl Unsealed<'_> {
     /// Whether `bytes`, the stored event at `head`, is the event the
     /// snapshot was derived from.
     pub fn covers(&self, bytes: &[u8]) -> bool {
-        <[u8; 32]>::from(Sha256::digest(bytes)) == self.chain.last
+        xxh3_128(bytes) == self.chain.last
     }
 }
 
@@ -118,9 +123,9 @@ pub(crate) fn seal(session_id: &str, head: u64, chain: Chain, body: &[u8]) -> Ve
         version: VERSION,
         session_id: session_id.to_owned(),
         head,
-        chain: hex(&chain.digest),
-        last_event: hex(&chain.last),
-        body: hex(&Sha256::digest(body)),
+        chain: hex(chain.digest),
+        last_event: hex(chain.last),
+        body: hex(xxh3_128(body)),
     };
     let header = serde_json::to_vec(&header).unwrap_or_default();
     let mut out = Vec::with_capacity(12 + header.len() + body.len());
@@ -150,7 +155,7 @@ pub(crate) fn unseal<'a>(session_id: &str, bytes: &'a [u8]) -> Result<Unsealed<'
         return Err(Reject::OtherSession);
     }
     let body = bytes.get(end..).ok_or(u)?;
-    if unhex(&header.body) != Some(Sha256::digest(body).into()) {
+    if unhex(&header.body) != Some(xxh3_128(body)) {
         return Err(Reject::Checksum);
     }
     let chain = Chain {
@@ -163,19 +168,17 @@ pub(crate) fn unseal<'a>(session_id: &str, bytes: &'a [u8]) -> Result<Unsealed<'
     Ok(Unsealed { head, chain, body })
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+fn hex(digest: u128) -> String {
+    format!("{digest:032x}")
 }
 
-fn unhex(s: &str) -> Option<[u8; 32]> {
-    let mut out = [0u8; 32];
-    if s.len() != 64 || !s.is_ascii() {
+/// The digest `hex` wrote: exactly 32 lowercase or uppercase hex digits
+/// (`from_str_radix` alone would also take a sign).
+fn unhex(s: &str) -> Option<u128> {
+    if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
+    u128::from_str_radix(s, 16).ok()
 }
 
 #[cfg(test)]
@@ -199,5 +202,25 @@ mod tests {
         // Chains differ by content and by order.
         let swapped = Chain::default().extended([b"e2".as_slice(), b"e1".as_slice()]);
         assert_ne!(swapped, chain);
+    }
+
+    #[test]
+    fn a_digest_reads_back_only_as_written() {
+        for d in [0, 1, u128::MAX] {
+            assert_eq!(unhex(&hex(d)), Some(d));
+        }
+        assert_eq!(unhex(&format!("+{}", "0".repeat(31))), None);
+        // A version 2 digest (SHA-256, 64 digits) is not one.
+        assert_eq!(unhex(&"0".repeat(64)), None);
+    }
+
+    #[test]
+    fn a_record_of_another_version_is_unreadable() {
+        let rec = seal("s", 1, Chain::default().extended([b"e1".as_slice()]), b"b");
+        let (from, to) = (br#""version":3"#, br#""version":2"#);
+        let at = rec.windows(from.len()).position(|w| w == from).unwrap();
+        let mut v2 = rec.clone();
+        v2[at..at + to.len()].copy_from_slice(to);
+        assert_eq!(unseal("s", &v2).unwrap_err(), Reject::Unreadable);
     }
 }

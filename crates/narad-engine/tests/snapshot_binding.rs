@@ -109,6 +109,17 @@ fn version_1(record: &[u8]) -> Vec<u8> {
     [&record[..8], &record[12 + n..]].concat()
 }
 
+/// The record labelled with the previous layout's version (2, SHA-256
+/// digests): refused by its version alone. The header comes first, and its
+/// first field is the version.
+fn version_2(record: &[u8]) -> Vec<u8> {
+    let (from, to) = (br#""version":3"#, br#""version":2"#);
+    let at = record.windows(from.len()).position(|w| w == from).unwrap();
+    let mut out = record.to_vec();
+    out[at..at + to.len()].copy_from_slice(to);
+    out
+}
+
 async fn scenario<S, F, Fut>(dir: &Path, open: F)
 where
     S: Store + 'static,
@@ -153,6 +164,7 @@ where
         ("another journal", foreign_journal, stats(0, 1)),
         ("truncated", good[..good.len() / 2].to_vec(), stats(0, 1)),
         ("version 1", version_1(&good), stats(0, 1)),
+        ("version 2", version_2(&good), stats(0, 1)),
     ];
     for (name, record, want) in cases {
         let store = open(a.clone()).await;
