@@ -399,6 +399,12 @@ fn index_matches_rebuild_after_sigkill_on(url: &str) {
         .enable_all()
         .build()
         .unwrap();
+    // The store exists before the first child starts: a child killed while
+    // still starting up (a loaded machine) must leave a store to reopen.
+    rt.block_on(async {
+        let store = narad_stores::open(url).await.unwrap();
+        store.close().await.unwrap();
+    });
     for round in 0..5u64 {
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["index_crash_child", "--exact", "--nocapture"])
