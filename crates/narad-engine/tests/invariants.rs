@@ -10,7 +10,8 @@
 mod common;
 
 use common::{
-    assert_valid, engine, finished, interrupted, journal, me, refused, running, session, types,
+    assert_valid, engine, finished, interrupted, journal, me, refused, refused_append, running,
+    session, types,
 };
 use narad_engine::{
     Action, Authorizer, Engine, EngineConfig, EventScope, ManualClock, NewSession, Principal,
@@ -303,17 +304,15 @@ async fn every_command_and_read_is_authorized_and_debug_is_gated() {
     );
     assert!(e.subscribe(&mallory, &sid, 0).await.is_err());
     // Debug needs more than write permission.
-    refused(&e, &sid, "not_authorized", async {
-        e.append(
-            &alice,
-            &sid,
-            "debug.log",
-            EventScope::Session,
-            json!({"level": "info", "message": "x"}),
-        )
-        .await
-        .map(|_| ())
-    })
+    refused_append(
+        &e,
+        &alice,
+        &sid,
+        "not_authorized",
+        "debug.log",
+        EventScope::Session,
+        json!({"level": "info", "message": "x"}),
+    )
     .await;
 }
 

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{assert_valid, engine, finished, me, refused, running, session};
+use common::{assert_valid, engine, finished, me, refused, refused_append, running, session};
 use narad_engine::{
     Action, Authorizer, Engine, EngineConfig, EventScope, Interrupt, InterruptScope, ManualClock,
     Principal, Resolve, SequentialIds, StartRun,
@@ -57,17 +57,15 @@ async fn workflows_run_their_lifecycle_with_workflow_scope_interrupts() {
         },
     )
     .await;
-    refused(&e, &sid, "workflow_open_runs", async {
-        e.append(
-            &me(),
-            &sid,
-            "workflow.finished",
-            EventScope::Workflow(wf.clone()),
-            json!({}),
-        )
-        .await
-        .map(|_| ())
-    })
+    refused_append(
+        &e,
+        &me(),
+        &sid,
+        "workflow_open_runs",
+        "workflow.finished",
+        EventScope::Workflow(wf.clone()),
+        json!({}),
+    )
     .await;
     e.end_run(&me(), &sid, &run, finished()).await.unwrap();
     let (iid, _) = e
@@ -214,54 +212,46 @@ async fn every_profile_is_reached_through_append_and_checked() {
             .unwrap_or_else(|err| panic!("{ty}: {err}"));
     }
     // The checker's profile rules apply through append, with their codes.
-    refused(&e, &sid, "document_revision_gap", async {
-        e.append(
-            &me(),
-            &sid,
-            "state.delta",
-            EventScope::Session,
-            json!({"scope": "session", "baseRevision": 5, "revision": 6, "patch": []}),
-        )
-        .await
-        .map(|_| ())
-    })
+    refused_append(
+        &e,
+        &me(),
+        &sid,
+        "document_revision_gap",
+        "state.delta",
+        EventScope::Session,
+        json!({"scope": "session", "baseRevision": 5, "revision": 6, "patch": []}),
+    )
     .await;
-    refused(&e, &sid, "lifecycle_invalid", async {
-        e.append(
-            &me(),
-            &sid,
-            "artifact.ready",
-            EventScope::Session,
-            json!({"artifactId": "x1"}),
-        )
-        .await
-        .map(|_| ())
-    })
+    refused_append(
+        &e,
+        &me(),
+        &sid,
+        "lifecycle_invalid",
+        "artifact.ready",
+        EventScope::Session,
+        json!({"artifactId": "x1"}),
+    )
     .await;
-    refused(&e, &sid, "message_completed", async {
-        e.append(
-            &me(),
-            &sid,
-            "message.text.delta",
-            EventScope::Session,
-            json!({"messageId": "m1", "delta": "!"}),
-        )
-        .await
-        .map(|_| ())
-    })
+    refused_append(
+        &e,
+        &me(),
+        &sid,
+        "message_completed",
+        "message.text.delta",
+        EventScope::Session,
+        json!({"messageId": "m1", "delta": "!"}),
+    )
     .await;
     // Trace and debug: only for a principal the hook lets debug.
-    refused(&e, &sid, "not_authorized", async {
-        e.append(
-            &me(),
-            &sid,
-            "trace.event",
-            EventScope::Session,
-            json!({"name": "t"}),
-        )
-        .await
-        .map(|_| ())
-    })
+    refused_append(
+        &e,
+        &me(),
+        &sid,
+        "not_authorized",
+        "trace.event",
+        EventScope::Session,
+        json!({"name": "t"}),
+    )
     .await;
     e.append(
         &Principal::new("operator"),

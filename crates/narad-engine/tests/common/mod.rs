@@ -166,6 +166,22 @@ where
     assert_eq!(journal(e, sid).await, before, "a refused command wrote");
 }
 
+/// [`refused`] for one event of type `ty` that `who` appends in `scope`.
+pub async fn refused_append<S: Store + 'static>(
+    e: &Engine<S>,
+    who: &Principal,
+    sid: &str,
+    code: &str,
+    ty: &str,
+    scope: narad_engine::EventScope,
+    data: serde_json::Value,
+) {
+    refused(e, sid, code, async {
+        e.append(who, sid, ty, scope, data).await.map(|_| ())
+    })
+    .await;
+}
+
 /// Opens an approval interrupt on `run`: its interrupt and wait ids.
 pub async fn interrupted<S: Store + 'static>(
     e: &Engine<S>,
