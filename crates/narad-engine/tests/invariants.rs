@@ -14,8 +14,8 @@ use common::{
     session, types,
 };
 use narad_engine::{
-    Action, Authorizer, Engine, EngineConfig, EventScope, ManualClock, NewSession, Principal,
-    SequentialIds, StartRun, Started, StopTarget, ToolOutcome,
+    Action, Authorizer, EventScope, NewSession, Principal, StartRun, Started, StopTarget,
+    ToolOutcome,
 };
 use serde_json::json;
 use std::sync::Arc;
@@ -272,13 +272,7 @@ async fn every_command_and_read_is_authorized_and_debug_is_gated() {
     let store = narad_store_redb::RedbStore::open(dir.path().join("a.redb"))
         .await
         .unwrap();
-    let e = Engine::with_host(
-        store,
-        Arc::new(ManualClock::at_unix(1_780_000_000)),
-        Arc::new(SequentialIds::default()),
-        Arc::new(OnlyAlice),
-        EngineConfig::default(),
-    );
+    let e = common::fixed_host(store, Arc::new(OnlyAlice));
     let (alice, mallory) = (Principal::new("alice"), Principal::new("mallory"));
     assert_eq!(
         e.create_session(&mallory, NewSession::default())

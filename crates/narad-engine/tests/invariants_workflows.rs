@@ -8,8 +8,7 @@ mod common;
 
 use common::{assert_valid, engine, finished, me, refused, refused_append, running, session};
 use narad_engine::{
-    Action, Authorizer, Engine, EngineConfig, EventScope, Interrupt, InterruptScope, ManualClock,
-    Principal, Resolve, SequentialIds, StartRun,
+    Action, Authorizer, EventScope, Interrupt, InterruptScope, Principal, Resolve, StartRun,
 };
 use narad_store::Store;
 use serde_json::json;
@@ -124,13 +123,7 @@ async fn every_profile_is_reached_through_append_and_checked() {
     let store = narad_store_redb::RedbStore::open(dir.path().join("p.redb"))
         .await
         .unwrap();
-    let e = Engine::with_host(
-        store,
-        Arc::new(ManualClock::at_unix(1_780_000_000)),
-        Arc::new(SequentialIds::default()),
-        Arc::new(Debugger),
-        EngineConfig::default(),
-    );
+    let e = common::fixed_host(store, Arc::new(Debugger));
     let sid = session(&e).await;
     let run = running(&e, &sid).await;
     let s = EventScope::Session;

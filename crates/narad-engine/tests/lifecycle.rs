@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use narad_engine::{
-    AllowAll, Engine, EngineConfig, EngineError, Interrupt, InterruptScope, ManualClock,
-    NewSession, Principal, SequentialIds, StartRun, Started, Terminal,
+    AllowAll, Engine, EngineError, Interrupt, InterruptScope, NewSession, Principal, StartRun,
+    Started, Terminal,
 };
 use narad_store::{SideSpace, Store, StoreError};
 
@@ -21,13 +21,7 @@ fn me() -> Principal {
 }
 
 fn engine<S: Store + 'static>(store: S) -> Engine<S> {
-    Engine::with_host(
-        store,
-        Arc::new(ManualClock::at_unix(1_780_000_000)),
-        Arc::new(SequentialIds::default()),
-        Arc::new(AllowAll),
-        EngineConfig::default(),
-    )
+    common::fixed_host(store, Arc::new(AllowAll))
 }
 
 fn new(sid: &str) -> NewSession {

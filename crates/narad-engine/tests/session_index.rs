@@ -275,13 +275,7 @@ async fn an_archived_session_refuses_commands_serves_reads_and_is_announced() {
     let store = narad_store_redb::RedbStore::open(dir.path().join("a.redb"))
         .await
         .unwrap();
-    let e = Engine::with_host(
-        store,
-        Arc::new(ManualClock::at_unix(1_780_000_000)),
-        Arc::new(SequentialIds::default()),
-        Arc::new(AllowAll),
-        EngineConfig::default(),
-    );
+    let e = common::fixed_host(store, Arc::new(AllowAll));
     let new = NewSession {
         workspace_id: Some("ws".into()),
         ..NewSession::default()

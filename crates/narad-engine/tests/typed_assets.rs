@@ -11,8 +11,8 @@ use std::sync::Arc;
 use common::{assert_valid, journal, me, session};
 use narad_core::checker::Lifecycle;
 use narad_engine::{
-    Action, AllowAll, Asset, AssetStep, Authorizer, Engine, EngineConfig, EventScope, ManualClock,
-    Patch, Principal, SequentialIds, Span, SpanEnd, StartRun, ViewUpdate,
+    Action, AllowAll, Asset, AssetStep, Authorizer, Engine, EventScope, Patch, Principal, Span,
+    SpanEnd, StartRun, ViewUpdate,
 };
 use serde_json::{json, Map, Value};
 
@@ -33,13 +33,7 @@ async fn engine(dir: &std::path::Path) -> Engine<narad_store_redb::RedbStore> {
     let store = narad_store_redb::RedbStore::open(dir.join("engine.redb"))
         .await
         .unwrap();
-    Engine::with_host(
-        store,
-        Arc::new(ManualClock::at_unix(1_780_000_000)),
-        Arc::new(SequentialIds::default()),
-        Arc::new(Debugger),
-        EngineConfig::default(),
-    )
+    common::fixed_host(store, Arc::new(Debugger))
 }
 
 #[tokio::test]
@@ -233,13 +227,7 @@ async fn asset_and_view_lifecycles_read_back_typed_and_refusals_append_nothing_o
     let store = narad_store_sqlite::SqliteStore::open(d.path().join("a.db"))
         .await
         .unwrap();
-    let e = Engine::with_host(
-        store,
-        Arc::new(ManualClock::at_unix(1_780_000_000)),
-        Arc::new(SequentialIds::default()),
-        Arc::new(AllowAll),
-        EngineConfig::default(),
-    );
+    let e = common::fixed_host(store, Arc::new(AllowAll));
     let sid = session(&e).await;
     let s = EventScope::Session;
     let att = e

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use narad_core::checker::Checker;
 use narad_engine::{
-    AllowAll, Engine, EngineConfig, ManualClock, NewSession, Principal, SequentialIds,
+    AllowAll, Authorizer, Engine, EngineConfig, ManualClock, NewSession, Principal, SequentialIds,
 };
 use narad_store::Store;
 use narad_store_redb::RedbStore;
@@ -17,11 +17,17 @@ pub fn me() -> Principal {
 
 pub async fn engine(dir: &Path) -> Engine<RedbStore> {
     let store = RedbStore::open(dir.join("engine.redb")).await.unwrap();
+    fixed_host(store, Arc::new(AllowAll))
+}
+
+/// An engine over `store` on the tests' fixed clock and sequential ids,
+/// asking `auth`.
+pub fn fixed_host<S: Store + 'static>(store: S, auth: Arc<dyn Authorizer>) -> Engine<S> {
     Engine::with_host(
         store,
         Arc::new(ManualClock::at_unix(1_780_000_000)),
         Arc::new(SequentialIds::default()),
-        Arc::new(AllowAll),
+        auth,
         EngineConfig::default(),
     )
 }
