@@ -7,9 +7,9 @@
 
 mod common;
 
-use common::{engine, journal, me, schema_valid, session};
+use common::{engine, journal, me, running, schema_valid, session};
 use narad_core::checker::Checker;
-use narad_engine::{NewSession, StartRun, Started, Terminal, ToolOutcome};
+use narad_engine::{NewSession, Terminal, ToolOutcome};
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -18,18 +18,8 @@ async fn attach_hydrates_transcript_and_graph_then_follows_from_the_boundary() {
     let e = engine(dir.path()).await;
     let sid = session(&e).await;
     e.message(&me(), &sid, json!("hello")).await.unwrap();
-    let Started::Running(run) = e.start_run(&me(), &sid, StartRun::default()).await.unwrap() else {
-        panic!()
-    };
-    let child = common::running_with(
-        &e,
-        &sid,
-        StartRun {
-            parent_run_id: Some(run.clone()),
-            ..StartRun::default()
-        },
-    )
-    .await;
+    let run = running(&e, &sid).await;
+    let child = common::child_of(&e, &sid, &run).await;
     let tool = e
         .start_tool_call(&me(), &sid, &child, "search", json!({}))
         .await
@@ -75,9 +65,7 @@ async fn watch_events_coalesce_carry_cursors_and_replay_with_the_same_ids() {
     let dir = tempfile::tempdir().unwrap();
     let e = engine(dir.path()).await;
     let sid = session(&e).await;
-    let Started::Running(run) = e.start_run(&me(), &sid, StartRun::default()).await.unwrap() else {
-        panic!()
-    };
+    let run = running(&e, &sid).await;
     for i in 0..8 {
         let t = e
             .start_tool_call(&me(), &sid, &run, "t", json!({"i": i}))

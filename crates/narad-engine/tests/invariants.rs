@@ -77,21 +77,7 @@ async fn a_terminal_with_open_work_is_refused() {
     e.finish_tool_call(&me(), &sid, &tool, ToolOutcome::success(json!(1)))
         .await
         .unwrap();
-    let child = match e
-        .start_run(
-            &me(),
-            &sid,
-            StartRun {
-                parent_run_id: Some(run.clone()),
-                ..StartRun::default()
-            },
-        )
-        .await
-        .unwrap()
-    {
-        Started::Running(c) => c,
-        other => panic!("{other:?}"),
-    };
+    let child = common::child_of(&e, &sid, &run).await;
     refused(
         &e,
         &sid,
@@ -148,15 +134,7 @@ async fn no_tool_or_child_starts_after_stop_and_the_policy_closes_everything() {
     let e = engine(dir.path()).await;
     let sid = session(&e).await;
     let root = running(&e, &sid).await;
-    let child = common::running_with(
-        &e,
-        &sid,
-        StartRun {
-            parent_run_id: Some(root.clone()),
-            ..StartRun::default()
-        },
-    )
-    .await;
+    let child = common::child_of(&e, &sid, &root).await;
     e.start_tool_call(&me(), &sid, &root, "slow", json!({}))
         .await
         .unwrap();
@@ -324,15 +302,7 @@ async fn a_nested_run_records_its_executor_binding_explicitly() {
         },
     )
     .await;
-    let child = common::running_with(
-        &e,
-        &sid,
-        StartRun {
-            parent_run_id: Some(root.clone()),
-            ..StartRun::default()
-        },
-    )
-    .await;
+    let child = common::child_of(&e, &sid, &root).await;
     let evs: Vec<serde_json::Value> = journal(&e, &sid)
         .await
         .iter()

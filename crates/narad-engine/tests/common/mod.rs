@@ -148,6 +148,15 @@ pub async fn running<S: Store + 'static>(e: &Engine<S>, sid: &str) -> String {
     running_with(e, sid, narad_engine::StartRun::default()).await
 }
 
+/// Starts a child run of `parent` that must start now.
+pub async fn child_of<S: Store + 'static>(e: &Engine<S>, sid: &str, parent: &str) -> String {
+    let opts = narad_engine::StartRun {
+        parent_run_id: Some(parent.to_owned()),
+        ..narad_engine::StartRun::default()
+    };
+    running_with(e, sid, opts).await
+}
+
 /// Starts a run with `opts` as `me()` and returns its id (it must run, not queue).
 pub async fn running_with<S: Store + 'static>(
     e: &Engine<S>,
