@@ -13,6 +13,7 @@
 //! No clock, no randomness, no IO: the same records always give the same
 //! verdict.
 
+mod arena;
 mod client;
 mod closed;
 mod conversation;
