@@ -1,7 +1,8 @@
 //! The checker's own snapshot size and restore time for one long session
 //! of back-to-back runs (the `runs` corpus of narad-engine's `hydrate`
 //! bench: eight events a run), without a store or a digest: what
-//! `Checker::snapshot` writes and the best of five `Checker::restore`s.
+//! `Checker::snapshot` writes and the best of five `Checker::restore`s
+//! (`NARAD_BENCH_RESTORES=50`: of fifty, to profile them).
 //!
 //! ```text
 //! cargo bench -p narad-core --bench snapshot            # 100k and 1M events
@@ -51,6 +52,12 @@ fn main() {
     } else {
         &[100_000, 1_000_000]
     };
+    // NARAD_BENCH_RESTORES=50 takes more restores (to profile them).
+    let restores: usize = std::env::var("NARAD_BENCH_RESTORES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+        .max(1);
     for &n in sizes {
         let mut c = Checker::default();
         for seq in 1..=n {
@@ -61,7 +68,7 @@ fn main() {
         let snap = c.snapshot();
         let write = t.elapsed();
         let mut best = Duration::MAX;
-        for _ in 0..5 {
+        for _ in 0..restores {
             let t = Instant::now();
             let r = Checker::restore(Validator::default(), &snap).unwrap();
             best = best.min(t.elapsed());

@@ -11,6 +11,8 @@
 //! engine replays it in full, writes a snapshot, and another fresh engine
 //! hydrates from that snapshot, five times (a fresh engine each time; the
 //! median and the fastest are printed). Figures only; nothing is asserted.
+//! `NARAD_BENCH_SIZES=1000000` and `NARAD_BENCH_CORPUS=runs` narrow a run;
+//! `NARAD_BENCH_HYDRATES=30` takes more cold hydrates (to profile them).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench code
 
@@ -145,7 +147,12 @@ async fn one_size(dir: &Path, corpus: Corpus, n: u64) {
     drop(full);
 
     let mut times = Vec::new();
-    for _ in 0..5 {
+    let hydrates = std::env::var("NARAD_BENCH_HYDRATES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5usize)
+        .max(1);
+    for _ in 0..hydrates {
         let snap = cold(&path).await;
         let t = Instant::now();
         let caps = snap.capabilities(&me, &sid).await.unwrap();
@@ -173,18 +180,24 @@ async fn one_size(dir: &Path, corpus: Corpus, n: u64) {
 
 fn main() {
     let quick = std::env::var_os("NARAD_BENCH_QUICK").is_some();
-    let sizes: &[u64] = if quick {
-        &[10_000, 100_000]
-    } else {
-        &[10_000, 100_000, 1_000_000]
+    // NARAD_BENCH_SIZES=1000000 and NARAD_BENCH_CORPUS=runs narrow a run
+    // (e.g. to profile one size).
+    let sizes: Vec<u64> = match std::env::var("NARAD_BENCH_SIZES") {
+        Ok(v) => v.split(',').filter_map(|n| n.trim().parse().ok()).collect(),
+        Err(_) if quick => vec![10_000, 100_000],
+        Err(_) => vec![10_000, 100_000, 1_000_000],
     };
+    let only = std::env::var("NARAD_BENCH_CORPUS").ok();
     let dir = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
     for corpus in [Corpus::Runs, Corpus::Messages] {
-        for &n in sizes {
+        if only.as_deref().is_some_and(|c| c != corpus.name()) {
+            continue;
+        }
+        for &n in &sizes {
             rt.block_on(one_size(dir.path(), corpus, n));
         }
     }

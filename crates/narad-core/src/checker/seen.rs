@@ -323,33 +323,43 @@ impl Seen {
 
     /// The set [`Seen::write_bytes`] wrote. `None` unless the bytes are
     /// whole entries in strictly increasing hash order. A table is sized
-    /// for them once and filled in slot order (the hash order).
+    /// for them once and filled in slot order (the hash order), in the
+    /// same pass that checks the order.
     pub fn from_bytes(b: &[u8]) -> Option<Self> {
         if b.len() % ENTRY_BYTES != 0 {
             return None;
         }
-        let entries = || {
-            b.chunks_exact(ENTRY_BYTES).filter_map(|c| {
-                let (k, fp) = c.split_at(8);
-                Some((
-                    u64::from_le_bytes(k.try_into().ok()?),
-                    u32::from_le_bytes(fp.try_into().ok()?),
-                ))
-            })
-        };
+        // An entry that does not read is dropped, and the count below
+        // then refuses the set.
+        let entries = b.chunks_exact(ENTRY_BYTES).filter_map(|c| {
+            let (k, fp) = c.split_at_checked(8)?;
+            Some((
+                u64::from_le_bytes(k.try_into().ok()?),
+                u32::from_le_bytes(fp.try_into().ok()?),
+            ))
+        });
+        // One pass: the order is checked as the entries go in.
         let mut last = None;
-        for (k, _) in entries() {
-            if last.is_some_and(|l| l >= k) {
-                return None;
-            }
+        let ordered = entries.map_while(|(k, fp)| {
+            let ok = last.is_none_or(|l| l < k);
             last = Some(k);
-        }
+            ok.then_some((k, fp))
+        });
         let n = b.len() / ENTRY_BYTES;
-        Some(if n <= SMALL {
-            Self::Small(entries().map(|(k, fp)| Entry::new(k, fp)).collect())
+        let set = if n <= SMALL {
+            Self::Small(ordered.map(|(k, fp)| Entry::new(k, fp)).collect())
         } else {
-            Self::Large(Box::new(Table::from_sorted(n, entries())))
-        })
+            Self::Large(Box::new(Table::from_sorted(n, ordered)))
+        };
+        (set.len() == n).then_some(set)
+    }
+
+    /// Entries held.
+    fn len(&self) -> usize {
+        match self {
+            Self::Small(v) => v.len(),
+            Self::Large(t) => t.len,
+        }
     }
 }
 
