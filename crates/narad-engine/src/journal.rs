@@ -351,8 +351,9 @@ impl Journal {
     /// Remembers the `expiresAt` of an `interrupt.requested` and the
     /// `retryAt` of a `run.paused`: the deadlines the due index holds.
     pub fn note_expiry(&mut self, bytes: &[u8]) {
-        // Cheap pre-filter: only these two carry the fields.
-        let has = |field: &[u8]| bytes.windows(field.len()).any(|w| w == field);
+        // Cheap pre-filter: only these two carry the fields. `memmem`,
+        // not a window compare per byte: this runs on every event.
+        let has = |field: &[u8]| memchr::memmem::find(bytes, field).is_some();
         if !has(b"\"expiresAt\"") && !has(b"\"retryAt\"") {
             return;
         }

@@ -23,20 +23,22 @@ const TIMER_TYPES: [&[u8]; 4] = [
 
 /// Whether `bytes` hold one of [`TIMER_TYPES`] as a whole quoted string
 /// (`"run.paused"`): a cheap filter run on every appended event before
-/// the few that match are parsed. One pass over the quote-separated
-/// segments (a segment between two consecutive quotes is exactly a
-/// quoted string without quotes), instead of a window search per type.
+/// the few that match are parsed. One pass over the quotes, found with
+/// `memchr` (SIMD), comparing the bytes between each two consecutive
+/// quotes (exactly a quoted string without its quotes, or what lies
+/// between two strings) with the types; the byte-at-a-time split it
+/// replaces was a twentieth of a command's CPU at 64 sessions.
 fn mentions_timer_type(bytes: &[u8]) -> bool {
-    // The first segment precedes every quote and the last follows the
-    // last one: neither is quoted.
-    let mut segments = bytes.split(|b| *b == b'"').skip(1).peekable();
-    while let Some(seg) = segments.next() {
-        if segments.peek().is_none() {
-            return false;
-        }
+    let mut quotes = memchr::memchr_iter(b'"', bytes);
+    let Some(mut open) = quotes.next() else {
+        return false;
+    };
+    for close in quotes {
+        let seg = bytes.get(open + 1..close).unwrap_or_default();
         if TIMER_TYPES.contains(&seg) {
             return true;
         }
+        open = close;
     }
     false
 }
