@@ -351,10 +351,15 @@ impl Journal {
     /// Remembers the `expiresAt` of an `interrupt.requested` and the
     /// `retryAt` of a `run.paused`: the deadlines the due index holds.
     pub fn note_expiry(&mut self, bytes: &[u8]) {
-        // Cheap pre-filter: only these two carry the fields. `memmem`,
-        // not a window compare per byte: this runs on every event.
-        let has = |field: &[u8]| memchr::memmem::find(bytes, field).is_some();
-        if !has(b"\"expiresAt\"") && !has(b"\"retryAt\"") {
+        // Cheap pre-filter: only these two carry the fields. `memmem`
+        // finders built once, not a window compare per byte: this runs on
+        // every event.
+        use memchr::memmem::Finder;
+        use std::sync::LazyLock;
+        static EXPIRES_AT: LazyLock<Finder<'static>> =
+            LazyLock::new(|| Finder::new(b"\"expiresAt\""));
+        static RETRY_AT: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"retryAt\""));
+        if EXPIRES_AT.find(bytes).is_none() && RETRY_AT.find(bytes).is_none() {
             return;
         }
         let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
