@@ -3,6 +3,10 @@
 //! on redb (snapshot size and cold hydrate: the `hydrate` bench). Last,
 //! the same commands without and then with a `tracing` subscriber (every
 //! span and event formatted, written to a sink), side by side.
+//! Each round also times the store's raw appends with one side record
+//! each, of the size of the engine's session-index entry (which every
+//! engine batch writes in the same transaction as its events), to show how
+//! much of the gap to the raw rate that write is.
 //! `NARAD_BENCH_QUICK=1` shortens it. Figures only; nothing is asserted.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench code
@@ -10,8 +14,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
 use narad_engine::{Engine, NewSession, Principal};
-use narad_store::{bench, Store};
+use narad_store::{bench, Batch, Expect, SideSpace, SideWrite, Store};
 use narad_store_redb::RedbStore;
 use narad_store_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use serde_json::json;
@@ -41,6 +46,55 @@ async fn commands<S: Store + 'static>(e: &Engine<S>, sessions: usize, per: usize
         t.await.unwrap();
     }
     (sessions * per) as f64 / t.elapsed().as_secs_f64()
+}
+
+/// The store's raw appends of one event each, like [`bench::appends`]
+/// with batches of one, each batch also writing one side record of
+/// `side_bytes` under the session's key in the session index space.
+async fn appends_with_side(
+    store: &Arc<RedbStore>,
+    sessions: usize,
+    per: u64,
+    run: &str,
+    side_bytes: usize,
+) -> f64 {
+    let prepared: Vec<_> = (0..sessions)
+        .map(|i| {
+            let sid = format!("{run}-{i}");
+            let evs = bench::events(&sid, per);
+            (sid, evs)
+        })
+        .collect();
+    let t = Instant::now();
+    let tasks: Vec<_> = prepared
+        .into_iter()
+        .map(|(sid, evs)| {
+            let store = Arc::clone(store);
+            tokio::spawn(async move {
+                let mut head = 0;
+                for ev in evs {
+                    let side = vec![SideWrite {
+                        space: SideSpace::SessionIndex,
+                        key: sid.clone(),
+                        expect: Expect::Any,
+                        value: Some(Bytes::from(vec![b'x'; side_bytes])),
+                    }];
+                    let batch = Batch {
+                        session_id: sid.clone(),
+                        expected_head: head,
+                        events: vec![ev],
+                        side,
+                        ..Batch::default()
+                    };
+                    head = store.append(batch).await.unwrap().head;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    (sessions as f64 * per as f64) / t.elapsed().as_secs_f64()
 }
 
 /// One side of a round: the store's raw appends or the engine's commands,
@@ -80,10 +134,21 @@ fn main() {
         // change in the machine's load falls on both sides; the median of
         // each side and of the per-round ratios is printed, no best-of.
         let rounds = if quick { 3 } else { 7 };
+        // The size of one session-index entry as the engine writes it.
+        let me = Principal::new("bench");
+        let sid = e.create_session(&me, NewSession::default()).await.unwrap();
+        e.message(&me, &sid, json!("sizing")).await.unwrap();
+        let entry = e
+            .store()
+            .side(SideSpace::SessionIndex, &sid)
+            .await
+            .unwrap()
+            .map_or(0, |b| b.len());
         let (per1, per64) = if quick { (100, 10) } else { (300, 40) };
         for (sessions, per) in [(1usize, per1), (64, per64)] {
             let mut figures: [Vec<f64>; 2] = Default::default();
             let mut ratios = Vec::new();
+            let (mut sided, mut sided_ratios) = (Vec::new(), Vec::new());
             for r in 0..rounds {
                 let mut pair = [0.0; 2];
                 for step in 0..2 {
@@ -95,6 +160,10 @@ fn main() {
                 figures[0].push(pair[0]);
                 figures[1].push(pair[1]);
                 ratios.push(pair[1] / pair[0]);
+                let name = format!("side-{sessions}-{r}");
+                let with_side = appends_with_side(&raw, sessions, per as u64, &name, entry).await;
+                sided.push(with_side);
+                sided_ratios.push(pair[1] / with_side);
             }
             let rounds_text: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
             let [raw_rates, engine_rates] = &mut figures;
@@ -103,6 +172,13 @@ fn main() {
                 median(engine_rates),
                 median(raw_rates),
                 median(&mut ratios),
+                rounds_text.join(" ")
+            );
+            let rounds_text: Vec<String> = sided_ratios.iter().map(|r| format!("{r:.2}")).collect();
+            println!(
+                "       store raw with a {entry}-byte side record per append (the engine's index entry): {:>8.0} appends/s  engine ratio to it {:.2} (rounds: {})",
+                median(&mut sided),
+                median(&mut sided_ratios),
                 rounds_text.join(" ")
             );
         }
