@@ -14,9 +14,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
 use narad_engine::{Engine, NewSession, Principal};
-use narad_store::{bench, Batch, Expect, SideSpace, SideWrite, Store};
+use narad_store::{bench, SideSpace, Store};
 use narad_store_redb::RedbStore;
 use narad_store_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use serde_json::json;
@@ -46,55 +45,6 @@ async fn commands<S: Store + 'static>(e: &Engine<S>, sessions: usize, per: usize
         t.await.unwrap();
     }
     (sessions * per) as f64 / t.elapsed().as_secs_f64()
-}
-
-/// The store's raw appends of one event each, like [`bench::appends`]
-/// with batches of one, each batch also writing one side record of
-/// `side_bytes` under the session's key in the session index space.
-async fn appends_with_side(
-    store: &Arc<RedbStore>,
-    sessions: usize,
-    per: u64,
-    run: &str,
-    side_bytes: usize,
-) -> f64 {
-    let prepared: Vec<_> = (0..sessions)
-        .map(|i| {
-            let sid = format!("{run}-{i}");
-            let evs = bench::events(&sid, per);
-            (sid, evs)
-        })
-        .collect();
-    let t = Instant::now();
-    let tasks: Vec<_> = prepared
-        .into_iter()
-        .map(|(sid, evs)| {
-            let store = Arc::clone(store);
-            tokio::spawn(async move {
-                let mut head = 0;
-                for ev in evs {
-                    let side = vec![SideWrite {
-                        space: SideSpace::SessionIndex,
-                        key: sid.clone(),
-                        expect: Expect::Any,
-                        value: Some(Bytes::from(vec![b'x'; side_bytes])),
-                    }];
-                    let batch = Batch {
-                        session_id: sid.clone(),
-                        expected_head: head,
-                        events: vec![ev],
-                        side,
-                        ..Batch::default()
-                    };
-                    head = store.append(batch).await.unwrap().head;
-                }
-            })
-        })
-        .collect();
-    for t in tasks {
-        t.await.unwrap();
-    }
-    (sessions as f64 * per as f64) / t.elapsed().as_secs_f64()
 }
 
 /// One side of a round: the store's raw appends or the engine's commands,
@@ -161,7 +111,10 @@ fn main() {
                 figures[1].push(pair[1]);
                 ratios.push(pair[1] / pair[0]);
                 let name = format!("side-{sessions}-{r}");
-                let with_side = appends_with_side(&raw, sessions, per as u64, &name, entry).await;
+                let with_side =
+                    bench::appends_with_side(Arc::clone(&raw), sessions, 1, per as u64, &name, entry)
+                        .await
+                        .appends_per_s;
                 sided.push(with_side);
                 sided_ratios.push(pair[1] / with_side);
             }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::suite::{batch, event};
-use crate::{Store, StoreError, StoredEvent};
+use crate::{Expect, SideSpace, SideWrite, Store, StoreError, StoredEvent};
 
 /// Throughput and latency of one run.
 #[derive(Debug, Clone, Copy)]
@@ -67,6 +67,30 @@ pub async fn appends<S: Store + 'static>(
         .unwrap()
 }
 
+/// [`appends`] where each batch also writes one side record of
+/// `side_bytes` bytes under its session's key in
+/// [`SideSpace::SessionIndex`]: what the engine's batches carry besides
+/// their events (its session-index entry).
+pub async fn appends_with_side<S: Store + 'static>(
+    store: Arc<S>,
+    sessions: usize,
+    batch_size: usize,
+    per_session: u64,
+    run: &str,
+    side_bytes: usize,
+) -> Figures {
+    appends_sided(
+        store,
+        sessions,
+        batch_size,
+        per_session,
+        run,
+        Some(side_bytes),
+    )
+    .await
+    .unwrap()
+}
+
 /// [`appends`], reporting a failed append (e.g. a full disk) as an error.
 pub async fn try_appends<S: Store + 'static>(
     store: Arc<S>,
@@ -74,6 +98,18 @@ pub async fn try_appends<S: Store + 'static>(
     batch_size: usize,
     per_session: u64,
     run: &str,
+) -> Result<Figures, StoreError> {
+    appends_sided(store, sessions, batch_size, per_session, run, None).await
+}
+
+/// [`try_appends`], each batch with a side record of `side_bytes` if given.
+async fn appends_sided<S: Store + 'static>(
+    store: Arc<S>,
+    sessions: usize,
+    batch_size: usize,
+    per_session: u64,
+    run: &str,
+    side_bytes: Option<usize>,
 ) -> Result<Figures, StoreError> {
     let prepared: Vec<(String, Vec<StoredEvent>)> = (0..sessions)
         .map(|i| {
@@ -92,7 +128,16 @@ pub async fn try_appends<S: Store + 'static>(
                 let mut head = 0;
                 for chunk in evs.chunks(batch_size.max(1)) {
                     let t = Instant::now();
-                    let out = store.append(batch(&sid, head, chunk.to_vec())).await?;
+                    let mut b = batch(&sid, head, chunk.to_vec());
+                    if let Some(n) = side_bytes {
+                        b.side.push(SideWrite {
+                            space: SideSpace::SessionIndex,
+                            key: sid.clone(),
+                            expect: Expect::Any,
+                            value: Some(bytes::Bytes::from(vec![b'x'; n])),
+                        });
+                    }
+                    let out = store.append(b).await?;
                     lat.push(t.elapsed().as_secs_f64() * 1e6);
                     head = out.head;
                 }

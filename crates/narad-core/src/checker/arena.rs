@@ -164,7 +164,7 @@ impl Arena {
     /// Replaces the index with one of `all` (id hash, offset) pairs, one per
     /// live record in arena order.
     fn index_all(&mut self, all: Vec<(u64, u32)>) {
-        if self.live <= LINEAR {
+        if all.len() <= LINEAR as usize {
             self.index = None;
             return;
         }
@@ -295,17 +295,16 @@ fn by_bucket(all: Vec<(u64, u32)>, mask: u64) -> Vec<(u64, u32)> {
     let part_bits = bits.saturating_sub(5).min(16);
     let shift = bits - part_bits;
     let part = |h: u64| ((h & mask) >> shift) as usize;
-    let mut starts = vec![0usize; (1 << part_bits) + 1];
+    // Counts per run, then each run's first place in `out`.
+    let mut starts = vec![0usize; 1 << part_bits];
     for &(h, _) in &all {
-        if let Some(n) = starts.get_mut(part(h) + 1) {
+        if let Some(n) = starts.get_mut(part(h)) {
             *n += 1;
         }
     }
-    for i in 1..starts.len() {
-        let before = starts.get(i - 1).copied().unwrap_or(0);
-        if let Some(n) = starts.get_mut(i) {
-            *n += before;
-        }
+    let mut placed = 0;
+    for n in &mut starts {
+        (*n, placed) = (placed, placed + *n);
     }
     let mut out = vec![(0, 0); all.len()];
     for (h, at) in all {
