@@ -248,6 +248,64 @@ mod tests {
         assert!(Checker::restore(Validator::default(), &longer).is_none());
     }
 
+    /// Past a thousand events the dedup set restores as a frozen run
+    /// (`seen/sorted.rs`); events after the restore go beside it and then
+    /// into it. Redeliveries from before, across and after that merge,
+    /// identical or not, get the verdicts of the checker never restored.
+    #[test]
+    fn a_long_session_restored_decides_redeliveries_as_the_original() {
+        let mut c = Checker::default();
+        let mut all = Vec::new();
+        let mut n = 0;
+        let mut run = |c: &mut Checker, all: &mut Vec<Vec<u8>>, i: u64| {
+            let id = format!("run-{i}");
+            for (k, body) in [
+                (1, r#""type":"run.started""#),
+                (2, r#""type":"run.finished""#),
+            ] {
+                n += 1;
+                let b = line(n, &id, k, body);
+                assert!(c.push_bytes(&b).is_ok());
+                all.push(b);
+            }
+        };
+        for i in 0..800 {
+            run(&mut c, &mut all, i);
+        }
+        let mut restored = Checker::restore(Validator::default(), &c.snapshot()).unwrap();
+        assert_eq!(restored.debug_state(), c.debug_state());
+        // 1,300 more events: past the 1,024 the run takes beside it.
+        for i in 800..1450 {
+            let id = format!("run-{i}");
+            for (k, body) in [
+                (1, r#""type":"run.started""#),
+                (2, r#""type":"run.finished""#),
+            ] {
+                n += 1;
+                let b = line(n, &id, k, body);
+                assert_eq!(
+                    format!("{:?}", restored.push_bytes(&b)),
+                    format!("{:?}", c.push_bytes(&b))
+                );
+                all.push(b);
+            }
+        }
+        let again = |c: &mut Checker, b: &[u8]| format!("{:?}", c.push_bytes(b));
+        for at in [0, 1, 999, 1599, 1600, 2000, 2899] {
+            let b = &all[at];
+            assert_eq!(again(&mut restored, b), again(&mut c, b), "{at}");
+            // The same eventId with other content.
+            let other = String::from_utf8_lossy(b).replace("2026-08-05", "2026-08-06");
+            let want = again(&mut c, other.as_bytes());
+            assert!(want.contains("Err"), "{want}");
+            assert_eq!(again(&mut restored, other.as_bytes()), want, "{at}");
+        }
+        assert_eq!(restored.debug_state(), c.debug_state());
+        let twice = Checker::restore(Validator::default(), &restored.snapshot()).unwrap();
+        assert_eq!(twice.debug_state(), c.debug_state());
+        assert_eq!(restored.snapshot(), c.snapshot());
+    }
+
     #[test]
     fn a_bit_flipped_snapshot_restores_to_none_or_a_checker_that_does_not_panic() {
         let (c, next) = session();

@@ -13,7 +13,10 @@
 //! growing walks the old table in order and fills the new one nearly in
 //! order, so neither the lookup's neighbour nor a resize costs a random
 //! memory access per entry (a `HashMap` resize did, and made the cost per
-//! event rise with history).
+//! event rise with history) ([`table`]). A set restored from a snapshot
+//! keeps the snapshot's entries as a frozen run in hash order
+//! ([`sorted`]) and takes new ones beside it, so a restore copies the
+//! entries once instead of filling a table twice their size.
 //!
 //! Two distinct eventIds of one journal that hash alike would be taken for
 //! one (a redelivery or a conflict). The hash is the word-at-a-time
@@ -23,10 +26,16 @@
 //! pairs, and a producer who crafts such a pair on purpose can only get
 //! its own event refused in its own journal.
 
+mod sorted;
+mod table;
+
+use bytes::Bytes;
 use serde::de::{SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sorted::{Sorted, ENTRY_BYTES};
 use std::fmt;
 use std::hash::Hasher;
+use table::Table;
 
 /// Entries kept in a sorted vector grown by an eighth at a time (12 KiB
 /// at most, so an insert's shift stays cheap); past this the set is a
@@ -86,144 +95,24 @@ impl Hasher for Pass {
     }
 }
 
-/// An open-addressing map from id hash to folded fingerprint: slot
-/// `hash >> shift`, then the next slots in turn. A slot whose key is 0 is
-/// empty; the key 0 itself is kept in `zero`.
-#[derive(Clone)]
-pub(crate) struct Table {
-    slots: Vec<Entry>,
-    shift: u32,
-    len: usize,
-    zero: Option<u32>,
-}
-
-/// The fewest slots of a table (a table holds more than [`SMALL`] entries).
-const MIN_SLOTS: usize = 2048;
-
-impl Table {
-    fn with_slots(n: usize) -> Self {
-        Self {
-            slots: vec![Entry::new(0, 0); n],
-            shift: 64 - n.trailing_zeros(),
-            len: 0,
-            zero: None,
-        }
-    }
-
-    /// The slot count that keeps `len` entries at most 3/4 full.
-    fn slots_for(len: usize) -> usize {
-        (len.saturating_mul(4) / 3 + 1)
-            .next_power_of_two()
-            .max(MIN_SLOTS)
-    }
-
-    /// The slot holding `key`, or the empty slot where it would go.
-    fn probe(&self, key: u64) -> usize {
-        let mask = self.slots.len() - 1;
-        let mut i = ((key >> self.shift) as usize) & mask;
-        while let Some(e) = self.slots.get(i) {
-            let k = e.key();
-            if k == key || k == 0 {
-                return i;
-            }
-            i = (i + 1) & mask;
-        }
-        i
-    }
-
-    /// A table of `n` entries given in strictly increasing key order,
-    /// filled in one pass: with linear probing each then lands at its
-    /// home slot or just past the entry before it (every slot between is
-    /// taken), so the slots are written in order. Entries that would run
-    /// past the end wrap around through [`Table::insert`].
-    fn from_sorted(n: usize, sorted: impl Iterator<Item = (u64, u32)>) -> Self {
-        let size = Self::slots_for(n);
-        let empty = Entry::new(0, 0);
-        let mut t = Self {
-            slots: Vec::with_capacity(size),
-            shift: 64 - size.trailing_zeros(),
-            len: 0,
-            zero: None,
-        };
-        let mut wrapped = Vec::new();
-        for (key, fp) in sorted {
-            let home = (key >> t.shift) as usize;
-            if key == 0 || t.slots.len() >= size {
-                wrapped.push((key, fp));
-                continue;
-            }
-            if t.slots.len() < home {
-                t.slots.resize(home, empty);
-            }
-            t.slots.push(Entry::new(key, fp));
-            t.len += 1;
-        }
-        t.slots.resize(size, empty);
-        for (key, fp) in wrapped {
-            t.insert(key, fp);
-        }
-        t
-    }
-
-    fn get(&self, key: u64) -> Option<u32> {
-        if key == 0 {
-            return self.zero;
-        }
-        self.slots
-            .get(self.probe(key))
-            .filter(|e| e.key() == key)
-            .map(|e| e.fp)
-    }
-
-    fn insert(&mut self, key: u64, fp: u32) {
-        if key == 0 {
-            self.len += usize::from(self.zero.is_none());
-            self.zero = Some(fp);
-            return;
-        }
-        if (self.len + 1) * 4 > self.slots.len() * 3 {
-            self.resize(self.slots.len() * 2);
-        }
-        let i = self.probe(key);
-        if let Some(e) = self.slots.get_mut(i) {
-            if e.key() == 0 {
-                self.len += 1;
-            }
-            *e = Entry::new(key, fp);
-        }
-    }
-
-    /// Moves every entry into a table of `n` slots. The old slots are read
-    /// in order, which is nearly the order of the new ones.
-    fn resize(&mut self, n: usize) {
-        let mut t = Self::with_slots(n);
-        t.len = self.len;
-        t.zero = self.zero;
-        for e in self.slots.iter().filter(|e| e.key() != 0) {
-            let i = t.probe(e.key());
-            if let Some(slot) = t.slots.get_mut(i) {
-                *slot = *e;
-            }
-        }
-        *self = t;
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
-        self.zero.map(|fp| (0, fp)).into_iter().chain(
-            self.slots
-                .iter()
-                .filter(|e| e.key() != 0)
-                .map(|e| (e.key(), e.fp)),
-        )
-    }
-}
-
 /// eventId hash -> folded content fingerprint.
 #[derive(Clone)]
 pub(crate) enum Seen {
     Small(Vec<Entry>),
     /// Boxed, so the set is one vector wide.
     Large(Box<Table>),
+    /// A set restored from a snapshot: its entries as a frozen run, and
+    /// those added since.
+    Frozen(Box<Frozen>),
+}
+
+/// A restored set ([`Seen::Frozen`]).
+#[derive(Clone)]
+pub(crate) struct Frozen {
+    base: Sorted,
+    /// Small or large, never frozen; looked up first, so an entry added
+    /// again replaces the base's.
+    added: Seen,
 }
 
 impl Default for Seen {
@@ -246,6 +135,7 @@ impl Seen {
                 .and_then(|i| v.get(i))
                 .map(|e| e.fp),
             Self::Large(t) => t.get(key),
+            Self::Frozen(f) => f.added.get_hash(key).or_else(|| f.base.get(key)),
         }
     }
 
@@ -278,6 +168,38 @@ impl Seen {
                 }
             },
             Self::Large(t) => t.insert(key, fp),
+            Self::Frozen(f) => {
+                f.added.insert_hash(key, fp);
+                // Past an eighth of the base, the added entries join it:
+                // one merge per eighth of growth, so a lookup's miss in
+                // `added` stays cheap and memory stays 12 bytes an entry.
+                if f.added.len() > SMALL.max(f.base.len() / 8) {
+                    *self = Self::merged(self.sorted());
+                }
+            }
+        }
+    }
+
+    /// A frozen set of `entries` (strictly increasing keys).
+    fn merged(entries: Vec<(u64, u32)>) -> Self {
+        let mut out = Vec::with_capacity(entries.len() * ENTRY_BYTES);
+        for (k, fp) in &entries {
+            sorted::put(&mut out, *k, *fp);
+        }
+        match Sorted::from_bytes(out.into()) {
+            Some(base) => Self::Frozen(Box::new(Frozen {
+                base,
+                added: Self::default(),
+            })),
+            // Not reached (the keys are strictly increasing); a table
+            // holds them all the same.
+            None => {
+                let mut s = Self::default();
+                for (k, fp) in entries {
+                    s.insert_hash(k, fp);
+                }
+                s
+            }
         }
     }
 
@@ -287,13 +209,15 @@ impl Seen {
             Self::Small(v) => v.shrink_to_fit(),
             Self::Large(t) => {
                 let n = Table::slots_for(t.len);
-                if n < t.slots.len() {
+                if n < t.slots() {
                     t.resize(n);
                 }
             }
+            Self::Frozen(f) => f.added.shrink(),
         }
     }
 
+    /// Every entry in hash order, once (an added entry over the base's).
     fn sorted(&self) -> Vec<(u64, u32)> {
         match self {
             Self::Small(v) => v.iter().map(|e| (e.key(), e.fp)).collect(),
@@ -302,63 +226,75 @@ impl Seen {
                 v.sort_unstable();
                 v
             }
+            Self::Frozen(f) => {
+                let added = f.added.sorted();
+                let mut out = Vec::with_capacity(f.base.len() + added.len());
+                let mut base = f.base.iter().peekable();
+                for (k, fp) in added {
+                    while let Some(b) = base.next_if(|b| b.0 < k) {
+                        out.push(b);
+                    }
+                    base.next_if(|b| b.0 == k);
+                    out.push((k, fp));
+                }
+                out.extend(base);
+                out
+            }
         }
     }
 }
 
-/// Bytes per entry of the snapshot form: the id hash, then the folded
-/// fingerprint, little-endian.
-const ENTRY_BYTES: usize = 12;
-
 impl Seen {
     /// Appends the snapshot form: every entry in hash order, 12 bytes each.
     pub fn write_bytes(&self, out: &mut Vec<u8>) {
+        if let Self::Frozen(f) = self {
+            if f.added.len() == 0 {
+                out.extend_from_slice(f.base.bytes());
+                return;
+            }
+        }
         let all = self.sorted();
         out.reserve(all.len() * ENTRY_BYTES);
         for (k, fp) in all {
-            out.extend_from_slice(&k.to_le_bytes());
-            out.extend_from_slice(&fp.to_le_bytes());
+            sorted::put(out, k, fp);
         }
     }
 
     /// The set [`Seen::write_bytes`] wrote. `None` unless the bytes are
-    /// whole entries in strictly increasing hash order. A table is sized
-    /// for them once and filled in slot order (the hash order), in the
-    /// same pass that checks the order.
+    /// whole entries in strictly increasing hash order. Past [`SMALL`]
+    /// entries the bytes are kept as they are, a frozen run
+    /// ([`sorted`]), checked in the pass that indexes them.
     pub fn from_bytes(b: &[u8]) -> Option<Self> {
         if b.len() % ENTRY_BYTES != 0 {
             return None;
         }
-        // An entry that does not read is dropped, and the count below
-        // then refuses the set.
-        let entries = b.chunks_exact(ENTRY_BYTES).filter_map(|c| {
-            let (k, fp) = c.split_at_checked(8)?;
-            Some((
-                u64::from_le_bytes(k.try_into().ok()?),
-                u32::from_le_bytes(fp.try_into().ok()?),
-            ))
-        });
-        // One pass: the order is checked as the entries go in.
-        let mut last = None;
-        let ordered = entries.map_while(|(k, fp)| {
-            let ok = last.is_none_or(|l| l < k);
-            last = Some(k);
-            ok.then_some((k, fp))
-        });
         let n = b.len() / ENTRY_BYTES;
-        let set = if n <= SMALL {
-            Self::Small(ordered.map(|(k, fp)| Entry::new(k, fp)).collect())
-        } else {
-            Self::Large(Box::new(Table::from_sorted(n, ordered)))
-        };
-        (set.len() == n).then_some(set)
+        if n > SMALL {
+            return Some(Self::Frozen(Box::new(Frozen {
+                base: Sorted::from_bytes(Bytes::copy_from_slice(b))?,
+                added: Self::default(),
+            })));
+        }
+        let mut last = None;
+        let mut v = Vec::with_capacity(n);
+        for c in b.chunks_exact(ENTRY_BYTES) {
+            let (k, fp) = c.split_first_chunk::<8>()?;
+            let k = u64::from_le_bytes(*k);
+            if last.is_some_and(|l| l >= k) {
+                return None;
+            }
+            last = Some(k);
+            v.push(Entry::new(k, u32::from_le_bytes(*fp.first_chunk::<4>()?)));
+        }
+        Some(Self::Small(v))
     }
 
-    /// Entries held.
+    /// Entries held (an entry both added and in the base counts twice).
     fn len(&self) -> usize {
         match self {
             Self::Small(v) => v.len(),
             Self::Large(t) => t.len,
+            Self::Frozen(f) => f.base.len() + f.added.len(),
         }
     }
 }
@@ -464,23 +400,54 @@ mod tests {
     }
 
     #[test]
-    fn a_table_filled_in_key_order_wraps_past_its_last_slot() {
+    fn a_restored_set_takes_new_entries_and_merges_them_in() {
         let mut s = Seen::default();
-        // All at the last slot, and the key 0: most wrap to the start.
-        for i in 0..SMALL as u64 + 500 {
-            s.insert_hash(u64::MAX - i, i as u32);
+        let mut reference = std::collections::BTreeMap::new();
+        // The ends of the hash space too: 0 is a table's empty marker.
+        for key in (0..SMALL as u64 + 500).map(|i| u64::MAX - i).chain([0, 1]) {
+            s.insert_hash(key, key as u32);
+            reference.insert(key, key as u32);
         }
-        s.insert_hash(0, 7);
-        s.insert_hash(1, 8);
         let mut bytes = Vec::new();
         s.write_bytes(&mut bytes);
-        let back = Seen::from_bytes(&bytes).unwrap_or_default();
-        assert!(matches!(back, Seen::Large(_)));
-        assert_eq!(back.sorted(), s.sorted());
-        for (k, fp) in s.sorted() {
-            assert_eq!(back.get_hash(k), Some(fp));
+        let mut back = Seen::from_bytes(&bytes).unwrap();
+        assert!(matches!(back, Seen::Frozen(_)));
+        let all = |r: &std::collections::BTreeMap<u64, u32>| {
+            r.iter().map(|(k, f)| (*k, *f)).collect::<Vec<_>>()
+        };
+        assert_eq!(back.sorted(), all(&reference));
+        // Unchanged, it writes the bytes it was given.
+        let mut again = Vec::new();
+        back.write_bytes(&mut again);
+        assert_eq!(again, bytes);
+        // New entries, and entries of the base written again with another
+        // fingerprint, through more than one merge.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut merges = 0;
+        for i in 0..6 * SMALL as u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let key = if i % 7 == 0 {
+                u64::MAX - u64::from(i % 900)
+            } else {
+                x
+            };
+            back.insert_hash(key, i);
+            reference.insert(key, i);
+            merges += usize::from(matches!(&back, Seen::Frozen(f) if f.added.len() == 0));
+            assert_eq!(back.get_hash(key), Some(i));
+        }
+        assert!(merges >= 2, "{merges}");
+        assert!(matches!(back, Seen::Frozen(_)));
+        for (k, fp) in &reference {
+            assert_eq!(back.get_hash(*k), Some(*fp));
         }
         assert_eq!(back.get_hash(2), None);
+        assert_eq!(back.sorted(), all(&reference));
+        let mut bytes = Vec::new();
+        back.write_bytes(&mut bytes);
+        assert_eq!(Seen::from_bytes(&bytes).unwrap().sorted(), all(&reference));
     }
 
     #[test]
