@@ -516,7 +516,7 @@ impl Session {
         let runs = Arena::from_live(runs, |id, b| {
             Record::parse(id, b).is_some_and(|r| r.graph.is_none_or(super::derived::parses))
         })?;
-        let tools = Arena::from_live(tools, |_, b| std::str::from_utf8(b).is_ok())?;
+        let tools = Arena::from_live(tools, |_, b| b.is_ascii() || std::str::from_utf8(b).is_ok())?;
         self.closed =
             (!runs.is_empty() || !tools.is_empty()).then(|| Box::new(Closed { runs, tools }));
         Some(())

@@ -208,29 +208,62 @@ impl<'a> Reader<'a> {
         None
     }
 
-    fn state(&mut self) -> Option<&'a str> {
+    fn state(&mut self) -> Option<&'a [u8]> {
         match self.byte()? {
-            0 => self.str(),
-            i => STATES.get(usize::from(i - 1)).copied(),
+            0 => self.text(),
+            i => STATES.get(usize::from(i - 1)).map(|s| s.as_bytes()),
         }
     }
 
-    fn str(&mut self) -> Option<&'a str> {
+    /// A string's bytes, not yet checked as UTF-8 (the caller decides
+    /// whether it needs to).
+    fn text(&mut self) -> Option<&'a [u8]> {
         let len = usize::try_from(self.num()?).ok()?;
         let (s, rest) = self.0.split_at_checked(len)?;
         self.0 = rest;
-        std::str::from_utf8(s).ok()
+        Some(s)
     }
 }
 
-/// One packed node, borrowed from the bytes (and the root's id).
+/// One packed node, borrowed from the bytes (and the root's id); its
+/// strings are not yet checked as UTF-8.
 struct PackedNode<'a> {
     kind: NodeKind,
     prefix: &'static str,
-    id: &'a str,
-    label: &'a str,
-    state: &'a str,
-    run_id: Option<&'a str>,
+    id: &'a [u8],
+    label: &'a [u8],
+    state: &'a [u8],
+    run_id: Option<&'a [u8]>,
+}
+
+impl PackedNode<'_> {
+    /// The node, unless one of its strings is not UTF-8.
+    fn to_node(&self) -> Option<Node> {
+        let text = |s| std::str::from_utf8(s).ok();
+        Some(Node {
+            id: format!("{}:{}", self.prefix, text(self.id)?),
+            kind: self.kind,
+            label: text(self.label)?.to_owned(),
+            state: text(self.state)?.to_owned(),
+            run_id: match self.run_id {
+                Some(r) => Some(text(r)?.to_owned()),
+                None => None,
+            },
+        })
+    }
+
+    /// Whether every string of the node is UTF-8.
+    fn is_text(&self) -> bool {
+        [
+            Some(self.id),
+            Some(self.label),
+            Some(self.state),
+            self.run_id,
+        ]
+        .into_iter()
+        .flatten()
+        .all(|s| std::str::from_utf8(s).is_ok())
+    }
 }
 
 /// Reads packed bytes without building anything: `(revision, cursor)`,
@@ -238,7 +271,7 @@ struct PackedNode<'a> {
 /// to `edge`. `None` where the bytes do not parse.
 fn walk<'a>(
     b: &'a [u8],
-    root: &'a str,
+    root: &'a [u8],
     mut node: impl FnMut(PackedNode<'a>),
     mut edge: impl FnMut(EdgeKind, usize, usize),
 ) -> Option<(u64, u64)> {
@@ -252,13 +285,13 @@ fn walk<'a>(
             1 => (NodeKind::Tool, "tool"),
             _ => (NodeKind::Interrupt, "interrupt"),
         };
-        let id = if flags & 16 != 0 { root } else { r.str()? };
-        let label = if flags & 4 != 0 { id } else { r.str()? };
+        let id = if flags & 16 != 0 { root } else { r.text()? };
+        let label = if flags & 4 != 0 { id } else { r.text()? };
         let state = r.state()?;
         let run_id = match (flags & 8 != 0, flags & 32 != 0) {
             (false, _) => None,
             (true, true) => Some(root),
-            (true, false) => Some(r.str()?),
+            (true, false) => Some(r.text()?),
         };
         node(PackedNode {
             kind,
@@ -285,26 +318,32 @@ fn walk<'a>(
 /// Whether packed graph bytes parse (a restored snapshot's are checked
 /// before they are installed), without building the graph.
 pub(crate) fn parses(b: &[u8]) -> bool {
-    walk(b, "", |_| {}, |_, _, _| {}).is_some()
+    // All ASCII (the usual case: ids, small numbers), every string in it
+    // is UTF-8, and no node needs checking on its own: that was a tenth of
+    // a cold hydrate of a long session.
+    let ascii = b.is_ascii();
+    let mut text = true;
+    let shaped = walk(b, b"", |n| text &= ascii || n.is_text(), |_, _, _| {});
+    shaped.is_some() && text
 }
 
 fn unpack(b: &[u8], root: &str) -> Option<RunGraph> {
     let mut nodes = Vec::new();
     let mut links = Vec::new();
+    // A string that is not UTF-8 refuses the graph (after the walk).
+    let mut bad = false;
     let (revision, cursor) = walk(
         b,
-        root,
-        |n| {
-            nodes.push(Node {
-                id: format!("{}:{}", n.prefix, n.id),
-                kind: n.kind,
-                label: n.label.to_owned(),
-                state: n.state.to_owned(),
-                run_id: n.run_id.map(str::to_owned),
-            })
+        root.as_bytes(),
+        |n| match n.to_node() {
+            Some(node) => nodes.push(node),
+            None => bad = true,
         },
         |kind, from, to| links.push((kind, from, to)),
     )?;
+    if bad {
+        return None;
+    }
     let mut edges = Vec::with_capacity(links.len());
     for (kind, from, to) in links {
         let (from, to): (&Node, &Node) = (nodes.get(from)?, nodes.get(to)?);
@@ -381,5 +420,25 @@ mod tests {
         let mut other = Derived::live(g);
         other.pack("x");
         assert!(!other.is_packed());
+    }
+
+    #[test]
+    fn a_packed_graph_with_text_that_is_not_utf8_does_not_parse() {
+        let g = graph(&[
+            r#""runId":"r","type":"run.started""#,
+            r#""runId":"r","type":"tool.call.started","toolCallId":"t","toolName":"sûr","executor":"backend","args":{}"#,
+        ]);
+        let mut d = Derived::live(g.clone());
+        d.pack("r");
+        let Derived::Packed(b) = &d else {
+            panic!("packed")
+        };
+        // Not ASCII, so each string is checked on its own.
+        assert!(!b.is_ascii() && parses(b));
+        assert_eq!(unpack(b, "r").as_ref(), Some(&g));
+        let at = b.windows(2).position(|w| w == "û".as_bytes()).unwrap();
+        let mut bad = b.to_vec();
+        bad[at + 1] = 0xff;
+        assert!(!parses(&bad) && unpack(&bad, "r").is_none());
     }
 }
