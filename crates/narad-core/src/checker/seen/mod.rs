@@ -221,11 +221,7 @@ impl Seen {
     fn sorted(&self) -> Vec<(u64, u32)> {
         match self {
             Self::Small(v) => v.iter().map(|e| (e.key(), e.fp)).collect(),
-            Self::Large(t) => {
-                let mut v: Vec<(u64, u32)> = t.iter().collect();
-                v.sort_unstable();
-                v
-            }
+            Self::Large(t) => t.sorted(),
             Self::Frozen(f) => {
                 let added = f.added.sorted();
                 let mut out = Vec::with_capacity(f.base.len() + added.len());
