@@ -48,6 +48,22 @@ const RUNS: TableDefinition<(&str, &str, u64), u64> = TableDefinition::new("run_
 const WORKFLOWS: TableDefinition<(&str, &str, u64), u64> = TableDefinition::new("workflow_index");
 /// (space, key) → value.
 const SIDE: TableDefinition<(u8, &str), &[u8]> = TableDefinition::new("side");
+
+/// Side values from this size on (a long session's reducer snapshot: tens
+/// of MiB) are handed out as redb read them, without a copy; smaller ones
+/// are copied, so that holding one never holds a read transaction open.
+const SHARED_SIDE_VALUE: usize = 1 << 20;
+
+/// A side value as redb read it. It keeps its read transaction open until
+/// dropped, which holds back the reuse of pages freed after it began: the
+/// engine drops a snapshot once it is restored.
+struct Held(redb::OwnedAccessGuard<&'static [u8]>);
+
+impl AsRef<[u8]> for Held {
+    fn as_ref(&self) -> &[u8] {
+        self.0.value()
+    }
+}
 /// (workspace, revision) → exact watch bytes (layout 2).
 const WATCH: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("watch");
 /// (workspace, eventId) → revision (layout 2).
@@ -673,10 +689,17 @@ impl Store for RedbStore {
         self.blocking(move |db| {
             let tx = db.begin_read().map_err(rerr)?;
             let side = tx.open_table(SIDE).map_err(rerr)?;
-            Ok(side
-                .get((space(space_), key.as_str()))
+            let Some(v) = side
+                .get_owned((space(space_), key.as_str()))
                 .map_err(rerr)?
-                .map(|v| Bytes::copy_from_slice(v.value())))
+            else {
+                return Ok(None);
+            };
+            Ok(Some(if v.value().len() < SHARED_SIDE_VALUE {
+                Bytes::copy_from_slice(v.value())
+            } else {
+                Bytes::from_owner(Held(v))
+            }))
         })
         .await
     }

@@ -96,3 +96,52 @@ impl narad_store::damage::Tamper for RedbTamper {
 }
 
 narad_store::damage_suite!(RedbStore::open, RedbTamper);
+
+/// A side value of a MiB or more (a long session's reducer snapshot) is
+/// handed out as redb read it, without a copy: it reads back exactly, stays
+/// intact while later batches rewrite it, and holding it past `close`
+/// neither blocks the close nor a reopen of the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_side_value_reads_back_exactly_and_outlives_later_writes() {
+    use narad_store::{Expect, SideSpace, SideWrite};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("narad.redb");
+    let s = RedbStore::open(&path).await.unwrap();
+    let value = |seed: u8, n: usize| -> bytes::Bytes {
+        (0..n).map(|i| (i as u8).wrapping_mul(31) ^ seed).collect()
+    };
+    let write = |head: u64, v: bytes::Bytes| {
+        let mut b = batch("s", head, vec![event("s", head + 1, &format!("e{head}"))]);
+        b.side.push(SideWrite {
+            space: SideSpace::Snapshot,
+            key: "s".into(),
+            expect: Expect::Any,
+            value: Some(v),
+        });
+        b
+    };
+    let (small, large) = (value(1, 1000), value(2, 3 << 20));
+    s.append(write(0, small.clone())).await.unwrap();
+    assert_eq!(s.side(SideSpace::Snapshot, "s").await.unwrap(), Some(small));
+    s.append(write(1, large.clone())).await.unwrap();
+    let held = s.side(SideSpace::Snapshot, "s").await.unwrap().unwrap();
+    assert_eq!(held, large);
+    // Rewritten while the first read is held: each read sees its own.
+    let newer = value(3, 2 << 20);
+    s.append(write(2, newer.clone())).await.unwrap();
+    assert_eq!(
+        s.side(SideSpace::Snapshot, "s").await.unwrap(),
+        Some(newer.clone())
+    );
+    assert_eq!(held, large);
+    s.close().await.unwrap();
+    drop(s);
+    let again = RedbStore::open(&path).await.unwrap();
+    assert_eq!(
+        again.side(SideSpace::Snapshot, "s").await.unwrap(),
+        Some(newer)
+    );
+    assert_eq!(held, large);
+    drop(held);
+    again.close().await.unwrap();
+}
