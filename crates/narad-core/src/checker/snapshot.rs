@@ -254,35 +254,25 @@ mod tests {
     /// identical or not, get the verdicts of the checker never restored.
     #[test]
     fn a_long_session_restored_decides_redeliveries_as_the_original() {
+        // Run `i` as two records, from session position `n + 1`.
+        let run = |n: u64, i: u64| {
+            let id = format!("run-{i}");
+            let started = line(n + 1, &id, 1, r#""type":"run.started""#);
+            [started, line(n + 2, &id, 2, r#""type":"run.finished""#)]
+        };
         let mut c = Checker::default();
         let mut all = Vec::new();
-        let mut n = 0;
-        let mut run = |c: &mut Checker, all: &mut Vec<Vec<u8>>, i: u64| {
-            let id = format!("run-{i}");
-            for (k, body) in [
-                (1, r#""type":"run.started""#),
-                (2, r#""type":"run.finished""#),
-            ] {
-                n += 1;
-                let b = line(n, &id, k, body);
+        for i in 0..800 {
+            for b in run(2 * i, i) {
                 assert!(c.push_bytes(&b).is_ok());
                 all.push(b);
             }
-        };
-        for i in 0..800 {
-            run(&mut c, &mut all, i);
         }
         let mut restored = Checker::restore(Validator::default(), &c.snapshot()).unwrap();
         assert_eq!(restored.debug_state(), c.debug_state());
         // 1,300 more events: past the 1,024 the run takes beside it.
         for i in 800..1450 {
-            let id = format!("run-{i}");
-            for (k, body) in [
-                (1, r#""type":"run.started""#),
-                (2, r#""type":"run.finished""#),
-            ] {
-                n += 1;
-                let b = line(n, &id, k, body);
+            for b in run(2 * i, i) {
                 assert_eq!(
                     format!("{:?}", restored.push_bytes(&b)),
                     format!("{:?}", c.push_bytes(&b))
