@@ -174,31 +174,17 @@ impl Seen {
                 // one merge per eighth of growth, so a lookup's miss in
                 // `added` stays cheap and memory stays 12 bytes an entry.
                 if f.added.len() > SMALL.max(f.base.len() / 8) {
-                    *self = Self::merged(self.sorted());
+                    let mut all = Vec::new();
+                    self.write_bytes(&mut all);
+                    // `write_bytes` gives strictly increasing keys, so this
+                    // reads; were it not to, the set stays as it is.
+                    if let Some(base) = Sorted::from_bytes(all.into()) {
+                        *self = Self::Frozen(Box::new(Frozen {
+                            base,
+                            added: Self::default(),
+                        }));
+                    }
                 }
-            }
-        }
-    }
-
-    /// A frozen set of `entries` (strictly increasing keys).
-    fn merged(entries: Vec<(u64, u32)>) -> Self {
-        let mut out = Vec::with_capacity(entries.len() * ENTRY_BYTES);
-        for (k, fp) in &entries {
-            sorted::put(&mut out, *k, *fp);
-        }
-        match Sorted::from_bytes(out.into()) {
-            Some(base) => Self::Frozen(Box::new(Frozen {
-                base,
-                added: Self::default(),
-            })),
-            // Not reached (the keys are strictly increasing); a table
-            // holds them all the same.
-            None => {
-                let mut s = Self::default();
-                for (k, fp) in entries {
-                    s.insert_hash(k, fp);
-                }
-                s
             }
         }
     }
@@ -261,28 +247,19 @@ impl Seen {
     /// entries the bytes are kept as they are, a frozen run
     /// ([`sorted`]), checked in the pass that indexes them.
     pub fn from_bytes(b: &[u8]) -> Option<Self> {
-        if b.len() % ENTRY_BYTES != 0 {
-            return None;
-        }
-        let n = b.len() / ENTRY_BYTES;
-        if n > SMALL {
-            return Some(Self::Frozen(Box::new(Frozen {
-                base: Sorted::from_bytes(Bytes::copy_from_slice(b))?,
+        // One check of the order for both forms: a small set is a few
+        // KiB, so the run it is read through costs nothing worth saving.
+        let run = Sorted::from_bytes(Bytes::copy_from_slice(b))?;
+        Some(if run.len() > SMALL {
+            Self::Frozen(Box::new(Frozen {
+                base: run,
                 added: Self::default(),
-            })));
-        }
-        let mut last = None;
-        let mut v = Vec::with_capacity(n);
-        for c in b.chunks_exact(ENTRY_BYTES) {
-            let (k, fp) = c.split_first_chunk::<8>()?;
-            let k = u64::from_le_bytes(*k);
-            if last.is_some_and(|l| l >= k) {
-                return None;
-            }
-            last = Some(k);
-            v.push(Entry::new(k, u32::from_le_bytes(*fp.first_chunk::<4>()?)));
-        }
-        Some(Self::Small(v))
+            }))
+        } else {
+            let mut v = Vec::with_capacity(run.len());
+            v.extend(run.iter().map(|(k, fp)| Entry::new(k, fp)));
+            Self::Small(v)
+        })
     }
 
     /// Entries held (an entry both added and in the base counts twice).
