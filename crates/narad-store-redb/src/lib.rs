@@ -49,6 +49,13 @@ const WORKFLOWS: TableDefinition<(&str, &str, u64), u64> = TableDefinition::new(
 /// (space, key) → value.
 const SIDE: TableDefinition<(u8, &str), &[u8]> = TableDefinition::new("side");
 
+/// (workspace, revision) → exact watch bytes (layout 2).
+const WATCH: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("watch");
+/// (workspace, eventId) → revision (layout 2).
+const WATCH_IDS: TableDefinition<(&str, &str), u64> = TableDefinition::new("watch_ids");
+/// name → value; holds `schema_version`.
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+
 /// Side values from this size on (a long session's reducer snapshot: tens
 /// of MiB) are handed out as redb read them, without a copy; smaller ones
 /// are copied, so that holding one never holds a read transaction open.
@@ -64,12 +71,6 @@ impl AsRef<[u8]> for Held {
         self.0.value()
     }
 }
-/// (workspace, revision) → exact watch bytes (layout 2).
-const WATCH: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("watch");
-/// (workspace, eventId) → revision (layout 2).
-const WATCH_IDS: TableDefinition<(&str, &str), u64> = TableDefinition::new("watch_ids");
-/// name → value; holds `schema_version`.
-const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 /// The on-disk layout version this build writes and reads.
 pub const SCHEMA_VERSION: u64 = 2;
