@@ -252,22 +252,30 @@ mod tests {
     /// (`seen/sorted.rs`); events after the restore go beside it and then
     /// into it. Redeliveries from before, across and after that merge,
     /// identical or not, get the verdicts of the checker never restored.
-    #[test]
-    fn a_long_session_restored_decides_redeliveries_as_the_original() {
-        // Run `i` as two records, from session position `n + 1`.
-        let run = |n: u64, i: u64| {
-            let id = format!("run-{i}");
-            let started = line(n + 1, &id, 1, r#""type":"run.started""#);
-            [started, line(n + 2, &id, 2, r#""type":"run.finished""#)]
-        };
+    /// Run `i` as two records, from session position `n + 1`.
+    fn two_record_run(n: u64, i: u64) -> [Vec<u8>; 2] {
+        let id = format!("run-{i}");
+        let started = line(n + 1, &id, 1, r#""type":"run.started""#);
+        [started, line(n + 2, &id, 2, r#""type":"run.finished""#)]
+    }
+
+    /// A session of `runs` two-record runs, and its records.
+    fn long_session(runs: u64) -> (Checker, Vec<Vec<u8>>) {
         let mut c = Checker::default();
         let mut all = Vec::new();
-        for i in 0..800 {
-            for b in run(2 * i, i) {
+        for i in 0..runs {
+            for b in two_record_run(2 * i, i) {
                 assert!(c.push_bytes(&b).is_ok());
                 all.push(b);
             }
         }
+        (c, all)
+    }
+
+    #[test]
+    fn a_long_session_restored_decides_redeliveries_as_the_original() {
+        let run = two_record_run;
+        let (mut c, mut all) = long_session(800);
         let mut restored = Checker::restore(Validator::default(), &c.snapshot()).unwrap();
         assert_eq!(restored.debug_state(), c.debug_state());
         // 1,300 more events: past the 1,024 the run takes beside it.
@@ -313,6 +321,48 @@ mod tests {
         }
         // Some flips land where any value parses (a hash, an id's byte).
         assert!(restored > 0);
+    }
+
+    /// A stored snapshot is storage contents: a flipped bit in a long
+    /// session's dedup set (the frozen run, restored as it lies) either
+    /// refuses the snapshot or restores a checker that takes redeliveries
+    /// and new records without a panic.
+    #[test]
+    fn a_bit_flipped_dedup_run_restores_to_none_or_a_checker_that_does_not_panic() {
+        let (c, all) = long_session(800);
+        let snap = c.snapshot();
+        // magic, format, then the JSON part; the dedup set is the next part.
+        let json_len = u64::from_le_bytes(snap[12..20].try_into().unwrap()) as usize;
+        let at = 20 + json_len;
+        let seen_len = u64::from_le_bytes(snap[at..at + 8].try_into().unwrap()) as usize;
+        assert_eq!(seen_len, all.len() * 12, "12 bytes an entry");
+        let mut next: Vec<Vec<u8>> = [0, 1, 700, 1599].map(|i| all[i].clone()).into();
+        next.extend(two_record_run(1600, 800));
+        let (mut restored, mut refused) = (0, 0);
+        // Every byte of a few entries (hash and fingerprint), and a stride
+        // through the rest.
+        let bytes = (0..36).chain((36..seen_len).step_by(97));
+        for i in bytes.map(|i| at + 8 + i) {
+            for bit in [0, 7] {
+                let mut bad = snap.clone();
+                bad[i] ^= 1 << bit;
+                match Checker::restore(Validator::default(), &bad) {
+                    Some(mut r) => {
+                        restored += 1;
+                        // What reads the dedup set: pushes, and the next
+                        // snapshot (the whole host surface: the test above).
+                        for b in &next {
+                            let _ = r.push_bytes(b);
+                        }
+                        let _ = r.snapshot();
+                    }
+                    None => refused += 1,
+                }
+            }
+        }
+        // A flip in a fingerprint still reads; one in a hash's high bits
+        // breaks the order.
+        assert!(restored > 0 && refused > 0, "{restored} {refused}");
     }
 
     #[test]
