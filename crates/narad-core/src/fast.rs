@@ -13,7 +13,7 @@
 //! accepts, the result equals the slow path's (`tests/fast_path.rs` checks
 //! this on every published trace and on random records).
 
-use crate::fingerprint::{key_word, of_sorted, Item};
+use crate::fingerprint::{key_word, Item, Members};
 use crate::json::StrictValue;
 use crate::model::{
     AuthorityEnvelope, AuthorityEvent, AuthorityPayload as P, CustomFields, Executor,
@@ -154,92 +154,101 @@ fn ensure(ok: bool) -> Option<()> {
     ok.then_some(())
 }
 
-/// A member for [`of_sorted`]: its name, the name's hash computed at
-/// compile time, and its value.
-macro_rules! member {
-    ($k:literal, $v:expr) => {
-        (
-            $k,
-            {
-                const K: u64 = key_word($k);
-                K
-            },
-            $v,
-        )
-    };
+/// Walks the members given in key order into `h`: first their count,
+/// then each present one with its name's [`key_word`], computed at
+/// compile time. Nothing is collected or sorted.
+macro_rules! walk_members {
+    ($($k:literal => $v:expr,)*) => {{
+        const KEYS: &[&str] = &[$($k),*];
+        const _: () = assert!(keys_ascend(KEYS), "members must be listed in key order");
+        let mut h = Members::new(0 $(+ usize::from($v.is_some()))*);
+        $(
+            if let Some(v) = $v {
+                h.member(const { key_word($k) }, v);
+            }
+        )*
+        h.finish()
+    }};
+}
+
+/// Whether `keys` are in strictly increasing byte order (a const fn, for
+/// the assertion in [`walk_members`]).
+const fn keys_ascend(keys: &[&str]) -> bool {
+    let mut i = 1;
+    while i < keys.len() {
+        let (a, b) = (keys[i - 1].as_bytes(), keys[i].as_bytes());
+        let mut j = 0;
+        loop {
+            if j == a.len() || j == b.len() {
+                if a.len() >= b.len() {
+                    return false;
+                }
+                break;
+            }
+            if a[j] != b[j] {
+                if a[j] > b[j] {
+                    return false;
+                }
+                break;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// The fingerprint of the object the members form (see `crate::fingerprint`).
-/// The members are listed in key order, so nothing is sorted or collected.
 fn fingerprint(f: &Flat<'_>) -> u64 {
-    let members: [(&str, u64, Option<Item<'_>>); 47] = [
-        member!("actions", f.actions.as_deref().map(Item::Strs)),
-        member!("args", f.args.as_ref().map(|StrictValue(v)| Item::Json(v))),
-        member!("category", f.category.as_deref().map(Item::Str)),
-        member!(
-            "clientExecutorId",
-            f.client_executor_id.as_deref().map(Item::Str)
-        ),
-        member!("code", f.code.as_deref().map(Item::Str)),
-        member!("content", f.content.as_deref().map(Item::Str)),
-        member!("decision", f.decision.as_deref().map(Item::Str)),
-        member!("delta", f.delta.as_deref().map(Item::Str)),
-        member!("detail", f.detail.as_deref().map(Item::Str)),
-        member!("eventId", Some(Item::Str(&f.event_id))),
-        member!("executor", f.executor.map(Item::Str)),
-        member!("expiresAt", f.expires_at.as_deref().map(Item::Str)),
-        member!(
-            "input",
-            f.input.as_ref().map(|StrictValue(v)| Item::Json(v))
-        ),
-        member!("interruptId", f.interrupt_id.as_deref().map(Item::Str)),
-        member!("kind", f.kind.as_deref().map(Item::Str)),
-        member!("label", f.label.as_deref().map(Item::Str)),
-        member!("message", f.message.as_deref().map(Item::Str)),
-        member!("messageId", f.message_id.as_deref().map(Item::Str)),
-        member!("messageScope", f.message_scope.map(Item::Str)),
-        member!("name", f.name.as_deref().map(Item::Str)),
-        member!("outcome", f.outcome.map(Item::Str)),
-        member!("parentRunId", f.parent_run_id.as_deref().map(Item::Str)),
-        member!(
-            "parentToolCallId",
-            f.parent_tool_call_id.as_deref().map(Item::Str)
-        ),
-        member!("privacy", f.privacy.map(Item::Str)),
-        member!("progressId", f.progress_id.as_deref().map(Item::Str)),
-        member!("protocolVersion", Some(Item::Str(f.protocol_version))),
-        member!("reason", f.reason.as_deref().map(Item::Str)),
-        member!("reasoningId", f.reasoning_id.as_deref().map(Item::Str)),
-        member!(
-            "response",
-            f.response.as_ref().map(|StrictValue(v)| Item::Json(v))
-        ),
-        member!("role", f.role.map(Item::Str)),
-        member!("rootRunId", f.root_run_id.as_deref().map(Item::Str)),
-        member!("runId", f.run_id.as_deref().map(Item::Str)),
-        member!("scope", f.scope.map(Item::Str)),
-        member!("sequence", f.sequence.map(Item::Uint)),
-        member!("sessionId", Some(Item::Str(&f.session_id))),
-        member!("sessionSequence", Some(Item::Uint(f.session_sequence))),
-        member!("status", f.status.map(Item::Str)),
-        member!("timestamp", Some(Item::Str(&f.timestamp))),
-        member!("title", f.title.as_deref().map(Item::Str)),
-        member!("toolCallId", f.tool_call_id.as_deref().map(Item::Str)),
-        member!("toolName", f.tool_name.as_deref().map(Item::Str)),
-        member!("type", Some(Item::Str(f.ty))),
-        member!(
-            "usage",
-            f.usage.as_ref().map(|StrictValue(v)| Item::Json(v))
-        ),
-        member!(
-            "value",
-            f.value.as_ref().map(|StrictValue(v)| Item::Json(v))
-        ),
-        member!("waitId", f.wait_id.as_deref().map(Item::Str)),
-        member!("workflowId", f.workflow_id.as_deref().map(Item::Str)),
-        member!("workflowSequence", f.workflow_sequence.map(Item::Uint)),
-    ];
-    of_sorted(&members)
+    walk_members! {
+        "actions" => f.actions.as_deref().map(Item::Strs),
+        "args" => f.args.as_ref().map(|StrictValue(v)| Item::Json(v)),
+        "category" => f.category.as_deref().map(Item::Str),
+        "clientExecutorId" => f.client_executor_id.as_deref().map(Item::Str),
+        "code" => f.code.as_deref().map(Item::Str),
+        "content" => f.content.as_deref().map(Item::Str),
+        "decision" => f.decision.as_deref().map(Item::Str),
+        "delta" => f.delta.as_deref().map(Item::Str),
+        "detail" => f.detail.as_deref().map(Item::Str),
+        "eventId" => Some(Item::Str(&f.event_id)),
+        "executor" => f.executor.map(Item::Str),
+        "expiresAt" => f.expires_at.as_deref().map(Item::Str),
+        "input" => f.input.as_ref().map(|StrictValue(v)| Item::Json(v)),
+        "interruptId" => f.interrupt_id.as_deref().map(Item::Str),
+        "kind" => f.kind.as_deref().map(Item::Str),
+        "label" => f.label.as_deref().map(Item::Str),
+        "message" => f.message.as_deref().map(Item::Str),
+        "messageId" => f.message_id.as_deref().map(Item::Str),
+        "messageScope" => f.message_scope.map(Item::Str),
+        "name" => f.name.as_deref().map(Item::Str),
+        "outcome" => f.outcome.map(Item::Str),
+        "parentRunId" => f.parent_run_id.as_deref().map(Item::Str),
+        "parentToolCallId" => f.parent_tool_call_id.as_deref().map(Item::Str),
+        "privacy" => f.privacy.map(Item::Str),
+        "progressId" => f.progress_id.as_deref().map(Item::Str),
+        "protocolVersion" => Some(Item::Str(f.protocol_version)),
+        "reason" => f.reason.as_deref().map(Item::Str),
+        "reasoningId" => f.reasoning_id.as_deref().map(Item::Str),
+        "response" => f.response.as_ref().map(|StrictValue(v)| Item::Json(v)),
+        "role" => f.role.map(Item::Str),
+        "rootRunId" => f.root_run_id.as_deref().map(Item::Str),
+        "runId" => f.run_id.as_deref().map(Item::Str),
+        "scope" => f.scope.map(Item::Str),
+        "sequence" => f.sequence.map(Item::Uint),
+        "sessionId" => Some(Item::Str(&f.session_id)),
+        "sessionSequence" => Some(Item::Uint(f.session_sequence)),
+        "status" => f.status.map(Item::Str),
+        "timestamp" => Some(Item::Str(&f.timestamp)),
+        "title" => f.title.as_deref().map(Item::Str),
+        "toolCallId" => f.tool_call_id.as_deref().map(Item::Str),
+        "toolName" => f.tool_name.as_deref().map(Item::Str),
+        "type" => Some(Item::Str(f.ty)),
+        "usage" => f.usage.as_ref().map(|StrictValue(v)| Item::Json(v)),
+        "value" => f.value.as_ref().map(|StrictValue(v)| Item::Json(v)),
+        "waitId" => f.wait_id.as_deref().map(Item::Str),
+        "workflowId" => f.workflow_id.as_deref().map(Item::Str),
+        "workflowSequence" => f.workflow_sequence.map(Item::Uint),
+    }
 }
 
 /// The types this path parses (the arms of [`Validator::parse_fast`]).

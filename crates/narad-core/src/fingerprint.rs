@@ -23,6 +23,7 @@ pub(crate) fn of_id(id: &str) -> u64 {
 }
 
 /// One top-level member's value, as the fast path holds it.
+#[derive(Clone, Copy)]
 pub(crate) enum Item<'a> {
     Str(&'a str),
     Uint(u64),
@@ -30,18 +31,23 @@ pub(crate) enum Item<'a> {
     Json(&'a Value),
 }
 
-/// The fingerprint of an object given as its possible members in key
-/// order, each with its [`key_word`], `None` for an absent one; equal to
-/// [`of_map`] of the object the present ones form.
-pub(crate) fn of_sorted(members: &[(&str, u64, Option<Item<'_>>)]) -> u64 {
-    debug_assert!(members.windows(2).all(|w| w[0].0 < w[1].0));
-    debug_assert!(members.iter().all(|(k, w, _)| key_word(k) == *w));
-    let present = members.iter().filter(|(_, _, v)| v.is_some()).count();
-    let mut h = Walk::new();
-    h.tagged(b'{', &(present as u64).to_le_bytes());
-    for (_, k, v) in members {
-        let Some(v) = v else { continue };
-        h.word(*k);
+/// The walk of an object fed member by member, in key order, without
+/// building it: [`Members::new`] with the count of members present, then
+/// [`Members::member`] for each, then [`Members::finish`]; equal to
+/// [`of_map`] of the object they form.
+pub(crate) struct Members(Walk);
+
+impl Members {
+    pub(crate) fn new(present: usize) -> Self {
+        let mut h = Walk::new();
+        h.tagged(b'{', &(present as u64).to_le_bytes());
+        Self(h)
+    }
+
+    /// The member whose name has the [`key_word`] `k`.
+    pub(crate) fn member(&mut self, k: u64, v: Item<'_>) {
+        let h = &mut self.0;
+        h.word(k);
         match v {
             Item::Str(s) => h.tagged(b's', s.as_bytes()),
             Item::Uint(u) => h.tagged(b'u', &u.to_le_bytes()),
@@ -50,6 +56,25 @@ pub(crate) fn of_sorted(members: &[(&str, u64, Option<Item<'_>>)]) -> u64 {
                 items.iter().for_each(|s| h.tagged(b's', s.as_bytes()));
             }
             Item::Json(v) => h.value(v),
+        }
+    }
+
+    pub(crate) fn finish(self) -> u64 {
+        self.0.finish()
+    }
+}
+
+/// The fingerprint of an object given as its possible members in key
+/// order, each with its [`key_word`], `None` for an absent one.
+#[cfg(test)]
+fn of_sorted(members: &[(&str, u64, Option<Item<'_>>)]) -> u64 {
+    assert!(members.windows(2).all(|w| w[0].0 < w[1].0));
+    assert!(members.iter().all(|(k, w, _)| key_word(k) == *w));
+    let present = members.iter().filter(|(_, _, v)| v.is_some()).count();
+    let mut h = Members::new(present);
+    for (_, k, v) in members {
+        if let Some(v) = v {
+            h.member(*k, *v);
         }
     }
     h.finish()
