@@ -113,6 +113,55 @@ fn every_trace_record_and_its_mutations_agree() {
     assert!(fast > 100, "the fast path took only {fast} records");
 }
 
+/// The fast path reads the text on its own terms (one UTF-8 check, then
+/// borrowed strings, a pre-scan for the type), so lexical edits matter: at every byte of records the fast path takes, a byte deleted,
+/// JSON whitespace, a form feed (not JSON whitespace), a backslash, a
+/// digit, a quote, a comma, a brace or a control character inserted, and
+/// the byte doubled. Each variant goes through [`same`].
+#[test]
+fn byte_edits_of_fast_records_agree() {
+    let lines = traces(&Path::new(env!("CARGO_MANIFEST_DIR")).join("traces"));
+    let v = Validator::default();
+    // One record of each fast type and shape (its sorted member names).
+    let mut shapes = std::collections::BTreeSet::new();
+    let picked: Vec<_> = lines
+        .iter()
+        .filter(|(_, l)| v.parse_fast(&Bytes::copy_from_slice(l)).is_some())
+        .filter(|(_, l)| {
+            let Ok(serde_json::Value::Object(m)) = serde_json::from_slice(l) else {
+                return false;
+            };
+            shapes.insert(m.keys().cloned().collect::<Vec<_>>())
+        })
+        .collect();
+    assert!(picked.len() >= 10, "only {} fast records", picked.len());
+    let (mut checked, mut fast) = (0usize, 0usize);
+    for (what, line) in picked {
+        for i in 0..=line.len() {
+            let mut edits: Vec<Vec<u8>> = Vec::new();
+            if i < line.len() {
+                let mut e = line.clone();
+                e.remove(i);
+                edits.push(e);
+                let mut e = line.clone();
+                e.insert(i, line[i]);
+                edits.push(e);
+            }
+            for ins in [b' ', b'\t', 0x0c, b'\\', b'0', b'"', b',', b'}', 0x01] {
+                let mut e = line.clone();
+                e.insert(i, ins);
+                edits.push(e);
+            }
+            for e in &edits {
+                checked += 1;
+                fast += usize::from(same(&v, e, &format!("{what} edit at {i}")));
+            }
+        }
+    }
+    eprintln!("byte edits: the fast path took {fast} of {checked}");
+    assert!(fast > 0 && fast < checked);
+}
+
 /// Members of the fast types with valid, borderline and invalid values.
 fn member() -> impl Strategy<Value = String> {
     let key = prop::sample::select(vec![
@@ -226,6 +275,16 @@ fn member() -> impl Strategy<Value = String> {
         r#"{"x":"\ud83d\ude00"}"#,
         r#""0123456789012345678901234567890123456789012""#,
         r#"[1,2,3]"#,
+        "01",
+        "1e2",
+        "-0",
+        " 3 ",
+        r#""a\nb\"c\\d\/""#,
+        r#""\ud800""#,
+        r#""\uD83D\uDE00""#,
+        r#""\u00e""#,
+        "\"a\tb\"",
+        r#""\q""#,
     ]);
     (key, value).prop_map(|(k, v)| format!("\"{k}\":{v}"))
 }
