@@ -315,8 +315,8 @@ proptest! {
     }
 }
 
-/// Snapshot format 6 holds closed history as packed arenas: an older
-/// snapshot is not restored (the host replays its journal instead), and a
+/// Snapshot format 7 holds closed history as packed arenas and transcript
+/// messages as a binary part: an older snapshot is not restored (the host replays its journal instead), and a
 /// current one restores to the same state, closed history included.
 #[test]
 fn only_the_current_snapshot_format_restores() {
@@ -345,11 +345,13 @@ fn only_the_current_snapshot_format_restores() {
     let snap = c.snapshot();
     let restored = Checker::restore(Validator::default(), &snap).unwrap();
     assert_eq!(restored.debug_state(), c.debug_state());
-    // The header: a magic string, then the format (6) as a u32 LE.
-    assert_eq!(&snap[..12], b"narad.ck\x06\0\0\0");
-    let mut old = snap.clone();
-    old[8] = 5;
-    assert!(Checker::restore(Validator::default(), &old).is_none());
+    // The header: a magic string, then the format (7) as a u32 LE.
+    assert_eq!(&snap[..12], b"narad.ck\x07\0\0\0");
+    for format in [5, 6] {
+        let mut old = snap.clone();
+        old[8] = format;
+        assert!(Checker::restore(Validator::default(), &old).is_none());
+    }
     // A format 5 snapshot was one JSON document.
     let v5 = r#"{"format":5,"sessions":{},"workspaces":{},"client":{},"index":0}"#;
     assert!(Checker::restore(Validator::default(), v5.as_bytes()).is_none());

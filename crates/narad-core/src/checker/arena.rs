@@ -290,7 +290,7 @@ impl Arena {
 /// about 32 buckets: a counting sort on the bucket number's top bits, two
 /// passes instead of a comparison sort (which was a seventh of a cold
 /// hydrate), and near enough to walk the table a cache line at a time.
-fn by_bucket(all: Vec<(u64, u32)>, mask: u64) -> Vec<(u64, u32)> {
+pub(super) fn by_bucket(all: Vec<(u64, u32)>, mask: u64) -> Vec<(u64, u32)> {
     let bits = mask.count_ones();
     let part_bits = bits.saturating_sub(5).min(16);
     let shift = bits - part_bits;

@@ -3,11 +3,11 @@
 //! as display-only replacement, snapshot replacement, and the default
 //! visibility rule.
 
+use super::id_index::IdIndex;
 use super::{fail, R};
 use crate::model::{AuthorityEnvelope, AuthorityPayload, Role, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
 
 /// One transcript message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,26 +71,29 @@ pub struct Transcript {
     /// Reasoning streams in authority order.
     pub reasoning: Vec<Reasoning>,
     #[serde(skip)]
-    index: BTreeMap<String, usize>,
+    index: IdIndex,
     #[serde(skip)]
-    reasoning_index: BTreeMap<String, usize>,
+    reasoning_index: IdIndex,
+}
+
+/// The message id at each position of `m`.
+fn message_ids<'a>(m: &'a [Message]) -> impl Fn(usize) -> Option<&'a str> + Copy + 'a {
+    move |p| m.get(p).map(|m| m.message_id.as_str())
+}
+
+/// The reasoning id at each position of `r`.
+fn reasoning_ids<'a>(r: &'a [Reasoning]) -> impl Fn(usize) -> Option<&'a str> + Copy + 'a {
+    move |p| r.get(p).map(|r| r.reasoning_id.as_str())
 }
 
 impl Transcript {
-    /// Rebuilds the id indexes after a restore (they are not serialized).
-    pub(crate) fn reindex(&mut self) {
-        self.index = self
-            .messages
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (m.message_id.clone(), i))
-            .collect();
-        self.reasoning_index = self
-            .reasoning
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.reasoning_id.clone(), i))
-            .collect();
+    /// Rebuilds the id indexes after a restore (they are not serialized);
+    /// `None` if an id repeats, which no checker writes.
+    pub(crate) fn reindex(&mut self) -> Option<()> {
+        self.index = IdIndex::build(self.messages.len(), message_ids(&self.messages))?;
+        self.reasoning_index =
+            IdIndex::build(self.reasoning.len(), reasoning_ids(&self.reasoning))?;
+        Some(())
     }
 }
 
@@ -104,8 +107,8 @@ fn scope_name(s: Scope) -> &'static str {
 
 impl Transcript {
     fn message(&self, id: &str) -> R<usize> {
-        match self.index.get(id) {
-            Some(i) => Ok(*i),
+        match self.index.get(id, message_ids(&self.messages)) {
+            Some(i) => Ok(i),
             None => fail(
                 "message_unknown",
                 "9.2",
@@ -115,14 +118,17 @@ impl Transcript {
     }
 
     fn new_message(&mut self, m: Message) -> R {
-        if self.index.contains_key(&m.message_id) {
+        let at = self.messages.len();
+        if !self
+            .index
+            .insert(&m.message_id, at, message_ids(&self.messages))
+        {
             return fail(
                 "message_duplicate",
                 "9.2",
                 format!("message {} already exists", m.message_id),
             );
         }
-        self.index.insert(m.message_id.clone(), self.messages.len());
         self.messages.push(m);
         Ok(())
     }
@@ -214,15 +220,17 @@ impl Transcript {
                 Ok(())
             }
             P::ReasoningStarted(r) => {
-                if self.reasoning_index.contains_key(&r.reasoning_id) {
+                let at = self.reasoning.len();
+                if !self
+                    .reasoning_index
+                    .insert(&r.reasoning_id, at, reasoning_ids(&self.reasoning))
+                {
                     return fail(
                         "reasoning_duplicate",
                         "9.2",
                         format!("reasoning {} already started", r.reasoning_id),
                     );
                 }
-                self.reasoning_index
-                    .insert(r.reasoning_id.clone(), self.reasoning.len());
                 self.reasoning.push(Reasoning {
                     reasoning_id: r.reasoning_id.clone(),
                     message_id: r.message_id.clone(),
@@ -232,7 +240,8 @@ impl Transcript {
                 Ok(())
             }
             P::ReasoningDelta(r) | P::ReasoningCompleted(r) => {
-                let Some(&i) = self.reasoning_index.get(&r.reasoning_id) else {
+                let ids = reasoning_ids(&self.reasoning);
+                let Some(i) = self.reasoning_index.get(&r.reasoning_id, ids) else {
                     return fail(
                         "reasoning_unknown",
                         "9.2",
@@ -267,10 +276,10 @@ impl Transcript {
             let Some(id) = text("messageId") else {
                 continue;
             };
-            if self.index.contains_key(&id) {
+            let at = self.messages.len();
+            if !self.index.insert(&id, at, message_ids(&self.messages)) {
                 continue;
             }
-            self.index.insert(id.clone(), self.messages.len());
             self.messages.push(Message {
                 message_id: id,
                 role: text("role").unwrap_or_else(|| "assistant".into()),

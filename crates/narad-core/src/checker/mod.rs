@@ -20,11 +20,13 @@ mod conversation;
 mod derived;
 mod documents;
 mod hydrate;
+mod id_index;
 mod identity;
 mod rules;
 mod seen;
 mod session;
 mod snapshot;
+mod transcript_bytes;
 mod watch;
 
 pub use client::{ClientLedger, CLOSURE_CODES};

@@ -141,33 +141,45 @@ impl Session {
         }
     }
 
-    /// Rebuilds the transcript's id indexes after a restore.
-    pub fn reindex(&mut self) {
-        if let Some(x) = self.extra.as_mut() {
-            x.transcript.reindex();
+    /// Rebuilds the transcript's id indexes after a restore; `None` if an
+    /// id repeats.
+    pub fn reindex(&mut self) -> Option<()> {
+        match self.extra.as_mut() {
+            Some(x) => x.transcript.reindex(),
+            None => Some(()),
         }
     }
 
-    fn view(&self) -> View<'_, Heads<'_>, Runs<'_>, Tools<'_>> {
-        self.view_with(Heads(self), Runs(self), Tools(self))
+    fn view(&self) -> View<'_, Heads<'_>, Runs<'_>, Tools<'_>, &Transcript> {
+        let x = self.x();
+        self.view_with(Heads(self), Runs(self), Tools(self), &x.transcript)
     }
 
     /// The serde form of the open part only: run-tree heads, runs and tool
-    /// calls not in [`Closed`] (the snapshot writes that as its arenas).
-    /// Deserializing it gives a session with no closed history.
+    /// calls not in [`Closed`] (the snapshot writes that as its arenas),
+    /// and the transcript without its messages (the snapshot writes those
+    /// as a binary part: `transcript_bytes.rs`). Deserializing it gives a
+    /// session with no closed history and no messages.
     pub fn open_state(&self) -> impl Serialize + '_ {
-        let w = self.w();
-        self.view_with(&w.run_heads, &w.runs, &w.tools)
+        let (w, x) = (self.w(), self.x());
+        let transcript = NoMessages(&x.transcript);
+        self.view_with(&w.run_heads, &w.runs, &w.tools, transcript)
     }
 
-    fn view_with<H, R, T>(&self, run_heads: H, runs: R, tools: T) -> View<'_, H, R, T> {
+    fn view_with<H, R, T, X>(
+        &self,
+        run_heads: H,
+        runs: R,
+        tools: T,
+        transcript: X,
+    ) -> View<'_, H, R, T, X> {
         let x = self.x();
         View {
             head: self.head,
             covered: self.covered,
             seen: &self.seen,
             last_top_run: &self.last_top_run,
-            transcript: &x.transcript,
+            transcript,
             documents: &x.documents,
             workflow_heads: &x.workflow_heads,
             run_heads,
@@ -188,13 +200,13 @@ impl Session {
 /// `Debug`) or the open ones (the snapshot).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct View<'a, H, R, T> {
+struct View<'a, H, R, T, X> {
     head: u64,
     covered: u64,
     #[serde(skip)]
     seen: &'a Seen,
     last_top_run: &'a Option<Box<str>>,
-    transcript: &'a Transcript,
+    transcript: X,
     documents: &'a Documents,
     workflow_heads: &'a SmallMap<u64>,
     run_heads: H,
@@ -207,6 +219,20 @@ struct View<'a, H, R, T> {
     #[serde(skip)]
     derived: AllDerived<'a>,
     watch: &'a SmallMap<u64>,
+}
+
+/// A transcript's serde form with no messages (`messages: []`).
+#[derive(Debug)]
+struct NoMessages<'a>(&'a Transcript);
+
+impl Serialize for NoMessages<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut t = s.serialize_struct("Transcript", 2)?;
+        t.serialize_field("messages", &[] as &[super::Message])?;
+        t.serialize_field("reasoning", &self.0.reasoning)?;
+        t.end()
+    }
 }
 
 /// The flat form, owned, for restoring.

@@ -6,22 +6,26 @@
 //! magic "narad.ck" | format: u32 LE | part: JSON of the open state
 //! then per session, in the JSON's session order:
 //!   part: dedup set | part: closed runs arena | part: closed tool calls arena
+//!   | part: transcript messages
 //! part = length: u64 LE | bytes
 //! ```
 //!
 //! The JSON holds what is not yet closed: per session the flat state with
-//! only open runs, tool calls and run-tree heads ([`Session::open_state`])
-//! and the derived graphs of open roots, then the workspaces' dedup sets,
-//! the client ledger and the record counter. The dedup set is 12 bytes an
-//! entry in hash order ([`Seen::write_bytes`]); an arena is its live
-//! records as laid out in memory ([`super::closed`]). Restoring parses the
-//! JSON, checks every arena record and the packed graph it holds (a
-//! corrupt or hostile one refuses the whole snapshot: `None`, and the host
-//! replays) and installs the arenas as they are.
+//! only open runs, tool calls and run-tree heads, and the transcript with
+//! no messages ([`Session::open_state`]), and the derived graphs of open
+//! roots; then the workspaces' dedup sets, the client ledger and the
+//! record counter. The dedup set is 12 bytes an entry in hash order
+//! ([`Seen::write_bytes`]); an arena is its live records as laid out in
+//! memory ([`super::closed`]); the messages are one binary record each
+//! ([`super::transcript_bytes`]). Restoring parses the JSON, checks every
+//! arena record and the packed graph it holds, decodes the messages (a
+//! corrupt or hostile part refuses the whole snapshot: `None`, and the
+//! host replays) and installs the arenas as they are.
 
 use super::derived::{Derived, Graphs};
 use super::seen::Seen;
 use super::session::Session;
+use super::transcript_bytes;
 use super::{Checker, ClientLedger};
 use crate::small_map::SmallMap;
 use crate::validate::Validator;
@@ -29,13 +33,13 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-/// Version of the [`Checker::snapshot`] layout. Version 6: the binary
-/// envelope above, closed history as packed arenas and dedup sets as
-/// 12-byte entries (version 5 was one JSON document with every run and
-/// graph rendered; deduplication sets of `[eventId hash, folded 32-bit
-/// fingerprint]` pairs). Other versions are not restored: the host
-/// replays the journal instead.
-pub(super) const SNAPSHOT_FORMAT: u32 = 6;
+/// Version of the [`Checker::snapshot`] layout. Version 7: the binary
+/// envelope above, closed history as packed arenas, dedup sets as 12-byte
+/// entries and transcript messages as a binary part. Version 6 held the
+/// messages in the JSON; version 5 was one JSON document with every run
+/// and graph rendered. Other versions are not restored: the host replays
+/// the journal instead.
+pub(super) const SNAPSHOT_FORMAT: u32 = 7;
 
 const MAGIC: &[u8; 8] = b"narad.ck";
 
@@ -110,6 +114,9 @@ pub(super) fn write(c: &Checker) -> Vec<u8> {
         put_part(&mut out, |o| s.seen.write_bytes(o));
         put_part(&mut out, |o| closed.map_or((), |c| c.runs.write_live(o)));
         put_part(&mut out, |o| closed.map_or((), |c| c.tools.write_live(o)));
+        put_part(&mut out, |o| {
+            transcript_bytes::write(&s.x().transcript.messages, o);
+        });
     }
     out
 }
@@ -144,9 +151,13 @@ pub(super) fn read(validator: Validator, bytes: &[u8]) -> Option<Checker> {
         s.seen = Seen::from_bytes(parts.part()?)?;
         let (runs, tools) = (parts.part()?, parts.part()?);
         s.read_closed(runs, tools)?;
+        let messages = transcript_bytes::read(parts.part()?)?;
+        if !messages.is_empty() {
+            s.x_mut().transcript.messages = messages;
+        }
         s.w_mut().derived = open.derived;
         s.trim();
-        s.reindex();
+        s.reindex()?;
         s.pack_closed_graphs();
         s.retire_all();
         sessions.insert(k.into_boxed_str(), Box::new(s));
@@ -363,6 +374,124 @@ mod tests {
         // A flip in a fingerprint still reads; one in a hash's high bits
         // breaks the order.
         assert!(restored > 0 && refused > 0, "{restored} {refused}");
+    }
+
+    /// A session-scoped record at session position `n`.
+    fn plain(n: u64, body: &str) -> Vec<u8> {
+        format!(
+            r#"{{"protocolVersion":"narad/v1","eventId":"e{n}","timestamp":"2026-08-05T00:00:00Z","sessionId":"s","sessionSequence":{n},{body}}}"#
+        )
+        .into_bytes()
+    }
+
+    /// A conversation: a user message, a completed and an open streamed
+    /// message in a run, reasoning, a redaction (shown and hidden); and
+    /// the records that go on from there, refused ones included.
+    fn conversation() -> (Checker, Vec<Vec<u8>>) {
+        let mut c = Checker::default();
+        let records = [
+            plain(
+                1,
+                r#""type":"message.user.recorded","messageId":"u1","messageScope":"session","content":"Hi \"there\" ☃""#,
+            ),
+            line(2, "r1", 1, r#""type":"run.started""#),
+            plain(
+                3,
+                r#""type":"reasoning.started","reasoningId":"z1","messageId":"a1""#,
+            ),
+            plain(
+                4,
+                r#""type":"reasoning.delta","reasoningId":"z1","delta":"Think""#,
+            ),
+            line(
+                5,
+                "r1",
+                2,
+                r#""type":"message.text.started","messageId":"a1","role":"assistant","messageScope":"run""#,
+            ),
+            plain(
+                6,
+                r#""type":"message.text.delta","messageId":"a1","delta":"Hel""#,
+            ),
+            plain(7, r#""type":"message.text.completed","messageId":"a1""#),
+            line(
+                8,
+                "r1",
+                3,
+                r#""type":"message.text.started","messageId":"a2","role":"assistant","messageScope":"run""#,
+            ),
+            plain(
+                9,
+                r#""type":"message.text.delta","messageId":"a2","delta":"Wor""#,
+            ),
+            plain(
+                10,
+                r#""type":"message.redacted","messageId":"u1","reason":"pii","displayReplacement":"[removed]""#,
+            ),
+            plain(
+                11,
+                r#""type":"message.user.recorded","messageId":"u2","messageScope":"session","content":"" "#,
+            ),
+            plain(
+                12,
+                r#""type":"message.redacted","messageId":"u2","reason":"pii","displayReplacement":null"#,
+            ),
+        ];
+        for b in &records {
+            assert!(c.push_bytes(b).is_ok(), "{}", String::from_utf8_lossy(b));
+        }
+        let next = vec![
+            plain(
+                13,
+                r#""type":"message.text.delta","messageId":"a2","delta":"ld""#,
+            ),
+            plain(
+                14,
+                r#""type":"message.text.delta","messageId":"a1","delta":"late""#,
+            ),
+            plain(
+                14,
+                r#""type":"message.user.recorded","messageId":"a1","messageScope":"session","content":"again""#,
+            ),
+            plain(14, r#""type":"message.text.completed","messageId":"a2""#),
+            plain(
+                15,
+                r#""type":"message.user.recorded","messageId":"u3","messageScope":"session","content":"new""#,
+            ),
+            plain(
+                16,
+                r#""type":"reasoning.delta","reasoningId":"z1","delta":" more""#,
+            ),
+            plain(
+                17,
+                r#""type":"message.redacted","messageId":"nope","reason":"pii","displayReplacement":"x""#,
+            ),
+        ];
+        (c, next)
+    }
+
+    #[test]
+    fn a_transcript_restores_exactly_and_flipped_bits_never_panic() {
+        let (c, next) = conversation();
+        let snap = c.snapshot();
+        let restored = Checker::restore(Validator::default(), &snap).unwrap();
+        assert_eq!(restored.debug_state(), c.debug_state());
+        assert_eq!(restored.transcript("s"), c.transcript("s"));
+        let (a, b) = (exercise(restored, &next), exercise(c.clone(), &next));
+        assert_eq!(a, b);
+        assert!(b.contains("message_duplicate") && b.contains("message_completed"));
+        for cut in 0..snap.len() {
+            assert!(Checker::restore(Validator::default(), &snap[..cut]).is_none());
+        }
+        for i in 0..snap.len() {
+            for bit in [0, 6] {
+                let mut bad = snap.clone();
+                bad[i] ^= 1 << bit;
+                if let Some(r) = Checker::restore(Validator::default(), &bad) {
+                    exercise(r, &next);
+                }
+            }
+        }
     }
 
     #[test]

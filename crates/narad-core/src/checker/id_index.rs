@@ -1,0 +1,159 @@
+//! Positions in a vector by id, without a copy of the ids: the transcript's
+//! message and reasoning indexes.
+//!
+//! An id is found by its hash, and the position's own id is compared, so a
+//! lookup never trusts the hash alone. An id whose hash another id already
+//! holds (the hash has a fixed seed, so such ids can be made on purpose)
+//! goes to a small ordered map instead: a crafted journal costs a
+//! logarithmic lookup, never a scan.
+
+use super::arena::by_bucket;
+use super::seen::{id_hash, Pass};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::hash::BuildHasherDefault;
+
+/// id -> position, for ids owned by the vector it indexes.
+#[derive(Clone, Default)]
+pub(super) struct IdIndex {
+    by_hash: HashMap<u64, usize, BuildHasherDefault<Pass>>,
+    /// Ids whose hash an earlier id holds.
+    clashes: BTreeMap<Box<str>, usize>,
+}
+
+impl IdIndex {
+    /// The index of the `n` ids at positions `0..n`; `None` if an id
+    /// repeats or a position has none.
+    pub fn build<'a>(n: usize, id_at: impl Fn(usize) -> Option<&'a str> + Copy) -> Option<Self> {
+        let mut index = Self::default();
+        index.by_hash.reserve(n);
+        let Ok(n32) = u32::try_from(n) else {
+            for i in 0..n {
+                if !index.insert(id_at(i)?, i, id_at) {
+                    return None;
+                }
+            }
+            return Some(index);
+        };
+        let mut all = Vec::with_capacity(n);
+        for i in 0..n32 {
+            all.push((id_hash(id_at(i as usize)?), i));
+        }
+        // In the order of the table's buckets, so the inserts walk the
+        // table instead of missing the cache each (`arena.rs` does the
+        // same). Which of two ids that share a hash goes to `clashes`
+        // then depends on that order; lookups do not.
+        let mask = (index.by_hash.capacity() / 7 * 8).next_power_of_two() as u64 - 1;
+        for (h, i) in by_bucket(all, mask) {
+            let (i, id) = (i as usize, id_at(i as usize)?);
+            match index.by_hash.entry(h) {
+                Entry::Vacant(v) => {
+                    v.insert(i);
+                }
+                Entry::Occupied(o) if id_at(*o.get()) == Some(id) => return None,
+                Entry::Occupied(_) => {
+                    if index.clashes.insert(id.into(), i).is_some() {
+                        return None;
+                    }
+                }
+            }
+        }
+        Some(index)
+    }
+
+    /// The position of `id`, given the id at each position.
+    pub fn get<'a>(&self, id: &str, id_at: impl Fn(usize) -> Option<&'a str>) -> Option<usize> {
+        match self.by_hash.get(&id_hash(id)) {
+            Some(&p) if id_at(p) == Some(id) => Some(p),
+            Some(_) => self.clashes.get(id).copied(),
+            None => None,
+        }
+    }
+
+    /// Records `id` at `position`; `false` (and no change) if `id` is
+    /// already indexed.
+    pub fn insert<'a>(
+        &mut self,
+        id: &str,
+        position: usize,
+        id_at: impl Fn(usize) -> Option<&'a str>,
+    ) -> bool {
+        match self.by_hash.entry(id_hash(id)) {
+            Entry::Vacant(v) => {
+                v.insert(position);
+                true
+            }
+            Entry::Occupied(o) if id_at(*o.get()) == Some(id) => false,
+            Entry::Occupied(_) => match self.clashes.entry(id.into()) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(position);
+                    true
+                }
+                std::collections::btree_map::Entry::Occupied(_) => false,
+            },
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.by_hash.clear();
+        self.clashes.clear();
+    }
+}
+
+/// Derived from the vector it indexes, which its owner compares: two
+/// indexes of equal vectors may differ in which of two ids that share a
+/// hash went to `clashes`, and are equal all the same.
+impl PartialEq for IdIndex {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// Derived from the vector it indexes: rendered by size only, so a
+/// restored index and a built one print alike.
+impl fmt::Debug for IdIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IdIndex({})", self.by_hash.len() + self.clashes.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at<'a>(ids: &'a [String]) -> impl Fn(usize) -> Option<&'a str> + Copy + 'a {
+        move |p| ids.get(p).map(String::as_str)
+    }
+
+    #[test]
+    fn finds_every_id_and_refuses_a_repeat() {
+        let ids: Vec<String> = (0..1000).map(|i| format!("m{i}")).collect();
+        let index = IdIndex::build(ids.len(), at(&ids)).unwrap();
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(index.get(id, at(&ids)), Some(i));
+        }
+        assert_eq!(index.get("m1000", at(&ids)), None);
+        let mut twice = ids.clone();
+        twice.push("m7".into());
+        assert!(IdIndex::build(twice.len(), at(&twice)).is_none());
+    }
+
+    /// Two ids under one hash: the second goes to the ordered map and both
+    /// are found; a third id under that hash, never inserted, is not.
+    #[test]
+    fn ids_that_share_a_hash_are_told_apart() {
+        let ids: Vec<String> = vec!["a".into(), "b".into()];
+        let mut index = IdIndex::default();
+        // Put "b" under "a"'s hash by hand, as a crafted clash would.
+        assert!(index.insert("a", 0, at(&ids)));
+        index.by_hash.insert(id_hash("b"), 0);
+        assert!(index.insert("b", 1, at(&ids)));
+        assert_eq!(index.clashes.len(), 1);
+        assert_eq!(index.get("a", at(&ids)), Some(0));
+        assert_eq!(index.get("b", at(&ids)), Some(1));
+        assert!(!index.insert("b", 1, at(&ids)), "a repeat is refused");
+        index.by_hash.insert(id_hash("c"), 0);
+        assert_eq!(index.get("c", at(&ids)), None);
+    }
+}

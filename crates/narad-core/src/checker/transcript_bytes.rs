@@ -1,0 +1,191 @@
+//! A transcript's messages as one binary snapshot part, so that a restore
+//! decodes a long conversation without parsing it as JSON.
+//!
+//! ```text
+//! part = count: varint | message*
+//! message = flags: u8 | messageId | role | scope | [runId] | [rootRunId]
+//!           | content | [redacted text] | [count: varint | attachmentId*]
+//! string = length: varint | UTF-8 bytes
+//! ```
+//!
+//! A bracketed field is present when its flag is set. A flag this build
+//! does not know, a string that is not UTF-8, a count the bytes cannot
+//! hold, or bytes after the last message refuse the part (`None`).
+
+use super::arena::{put_str, put_varint, take_str, varint};
+use super::conversation::Message;
+
+const COMPLETED: u8 = 1;
+const RUN_ID: u8 = 2;
+const ROOT_RUN_ID: u8 = 4;
+const REDACTED: u8 = 8;
+/// `redacted` is `Some(Some(text))`; with [`REDACTED`] alone it is hidden.
+const REDACTED_TEXT: u8 = 16;
+const ATTACHMENTS: u8 = 32;
+const KNOWN: u8 = COMPLETED | RUN_ID | ROOT_RUN_ID | REDACTED | REDACTED_TEXT | ATTACHMENTS;
+
+/// The smallest message: flags and four empty strings.
+const MIN_MESSAGE: usize = 5;
+
+/// Appends `messages` in the layout above.
+pub(super) fn write(messages: &[Message], out: &mut Vec<u8>) {
+    put_varint(out, messages.len() as u64);
+    for m in messages {
+        let mut flags = 0;
+        for (on, bit) in [
+            (m.completed, COMPLETED),
+            (m.run_id.is_some(), RUN_ID),
+            (m.root_run_id.is_some(), ROOT_RUN_ID),
+            (m.redacted.is_some(), REDACTED),
+            (matches!(m.redacted, Some(Some(_))), REDACTED_TEXT),
+            (!m.attachment_ids.is_empty(), ATTACHMENTS),
+        ] {
+            if on {
+                flags |= bit;
+            }
+        }
+        out.push(flags);
+        put_str(out, &m.message_id);
+        put_str(out, &m.role);
+        put_str(out, &m.scope);
+        for s in [&m.run_id, &m.root_run_id].into_iter().flatten() {
+            put_str(out, s);
+        }
+        put_str(out, &m.content);
+        if let Some(Some(text)) = &m.redacted {
+            put_str(out, text);
+        }
+        if !m.attachment_ids.is_empty() {
+            put_varint(out, m.attachment_ids.len() as u64);
+            for a in &m.attachment_ids {
+                put_str(out, a);
+            }
+        }
+    }
+}
+
+/// The messages [`write`] wrote; `None` for any other bytes.
+pub(super) fn read(b: &[u8]) -> Option<Vec<Message>> {
+    let mut at = 0;
+    let count = varint(b, &mut at)?;
+    if count > b.len() / MIN_MESSAGE {
+        return None;
+    }
+    let mut messages = Vec::with_capacity(count);
+    let string = |at: &mut usize| take_str(b, at).map(str::to_owned);
+    for _ in 0..count {
+        let flags = *b.get(at)?;
+        at += 1;
+        if flags & !KNOWN != 0 || (flags & REDACTED_TEXT != 0 && flags & REDACTED == 0) {
+            return None;
+        }
+        let message_id = string(&mut at)?;
+        let role = string(&mut at)?;
+        let scope = string(&mut at)?;
+        let run_id = (flags & RUN_ID != 0).then(|| string(&mut at)).flatten();
+        let root_run_id = (flags & ROOT_RUN_ID != 0)
+            .then(|| string(&mut at))
+            .flatten();
+        if run_id.is_none() == (flags & RUN_ID != 0)
+            || root_run_id.is_none() == (flags & ROOT_RUN_ID != 0)
+        {
+            return None;
+        }
+        let content = string(&mut at)?;
+        let redacted = match (flags & REDACTED != 0, flags & REDACTED_TEXT != 0) {
+            (false, _) => None,
+            (true, false) => Some(None),
+            (true, true) => Some(Some(string(&mut at)?)),
+        };
+        let mut attachment_ids = Vec::new();
+        if flags & ATTACHMENTS != 0 {
+            let n = varint(b, &mut at)?;
+            if n == 0 || n > b.len().saturating_sub(at) {
+                return None;
+            }
+            attachment_ids.reserve(n);
+            for _ in 0..n {
+                attachment_ids.push(string(&mut at)?);
+            }
+        }
+        messages.push(Message {
+            message_id,
+            role,
+            scope,
+            run_id,
+            root_run_id,
+            content,
+            completed: flags & COMPLETED != 0,
+            redacted,
+            attachment_ids,
+        });
+    }
+    (at == b.len()).then_some(messages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages() -> Vec<Message> {
+        let m = |id: &str| Message {
+            message_id: id.into(),
+            role: "user".into(),
+            scope: "session".into(),
+            run_id: None,
+            root_run_id: None,
+            content: format!("text of {id}"),
+            completed: true,
+            redacted: None,
+            attachment_ids: Vec::new(),
+        };
+        let mut all = vec![m("u1"), m("a2"), m("a3"), m("u4"), m("")];
+        all[1].role = "assistant".into();
+        all[1].scope = "run".into();
+        all[1].run_id = Some("child".into());
+        all[1].root_run_id = Some("root".into());
+        all[1].completed = false;
+        all[1].content = "näive ☃ \"quoted\"\n".into();
+        all[2].redacted = Some(None);
+        all[3].redacted = Some(Some("[removed]".into()));
+        all[3].attachment_ids = vec!["att-1".into(), "att-2".into()];
+        all[4].content.clear();
+        all
+    }
+
+    #[test]
+    fn messages_round_trip_exactly() {
+        for n in 0..=5 {
+            let mut out = Vec::new();
+            write(&messages()[..n], &mut out);
+            assert_eq!(read(&out), Some(messages()[..n].to_vec()));
+        }
+    }
+
+    /// Storage contents: every cut, every flipped bit and a trailing byte
+    /// either refuse the part or decode without a panic.
+    #[test]
+    fn cut_or_flipped_bytes_never_panic() {
+        let mut out = Vec::new();
+        write(&messages(), &mut out);
+        for cut in 0..out.len() {
+            assert_eq!(read(&out[..cut]), None, "cut at {cut}");
+        }
+        let mut longer = out.clone();
+        longer.push(0);
+        assert_eq!(read(&longer), None);
+        for i in 0..out.len() {
+            for bit in 0..8 {
+                let mut bad = out.clone();
+                bad[i] ^= 1 << bit;
+                let _ = read(&bad);
+            }
+        }
+        // A flag this build does not know.
+        let mut unknown = out.clone();
+        unknown[1] |= 64;
+        assert_eq!(read(&unknown), None);
+        // A count the bytes cannot hold allocates nothing.
+        assert_eq!(read(&[0xff, 0xff, 0xff, 0xff, 0x0f]), None);
+    }
+}
