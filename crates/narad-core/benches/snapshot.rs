@@ -1,12 +1,15 @@
-//! The checker's own snapshot size and restore time for one long session
-//! of back-to-back runs (the `runs` corpus of narad-engine's `hydrate`
-//! bench: eight events a run), without a store or a digest: what
-//! `Checker::snapshot` writes and the best of five `Checker::restore`s
-//! (`NARAD_BENCH_RESTORES=50`: of fifty, to profile them).
+//! The checker's own snapshot size and restore time for one long session,
+//! without a store or a digest: what `Checker::snapshot` writes and the
+//! best of five `Checker::restore`s (`NARAD_BENCH_RESTORES=50`: of fifty,
+//! to profile them). The two corpora of narad-engine's `hydrate` bench:
+//!
+//! - `runs`: back-to-back runs, eight events a run;
+//! - `messages`: user messages only, so the snapshot is mostly transcript.
 //!
 //! ```text
 //! cargo bench -p narad-core --bench snapshot            # 100k and 1M events
 //! NARAD_BENCH_QUICK=1 cargo bench -p narad-core --bench snapshot   # 100k
+//! NARAD_BENCH_CORPUS=messages cargo bench -p narad-core --bench snapshot
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench code
@@ -45,6 +48,17 @@ fn event(seq: u64, run: u64, k: u64) -> Vec<u8> {
     serde_json::to_vec(&m).unwrap()
 }
 
+/// The `seq`-th event of a session of user messages.
+fn message(seq: u64) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "type": "message.user.recorded", "protocolVersion": "narad/v1",
+        "eventId": format!("evt-{seq}"), "timestamp": "2026-08-05T00:00:00.000Z",
+        "sessionId": "s", "sessionSequence": seq, "messageId": format!("m{seq}"),
+        "messageScope": "session", "content": format!("message number {seq}")
+    }))
+    .unwrap()
+}
+
 fn main() {
     let quick = std::env::var_os("NARAD_BENCH_QUICK").is_some();
     let sizes: &[u64] = if quick {
@@ -58,28 +72,41 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(5)
         .max(1);
-    for &n in sizes {
-        let mut c = Checker::default();
-        for seq in 1..=n {
-            c.push_bytes(&event(seq, (seq - 1) / 8, (seq - 1) % 8 + 1))
-                .unwrap();
+    let corpora: Vec<String> = match std::env::var("NARAD_BENCH_CORPUS") {
+        Ok(c) => vec![c],
+        Err(_) => vec!["runs".into(), "messages".into()],
+    };
+    for corpus in &corpora {
+        for &n in sizes {
+            measure(corpus, n, restores);
         }
-        let t = Instant::now();
-        let snap = c.snapshot();
-        let write = t.elapsed();
-        let mut best = Duration::MAX;
-        for _ in 0..restores {
-            let t = Instant::now();
-            let r = Checker::restore(Validator::default(), &snap).unwrap();
-            best = best.min(t.elapsed());
-            assert_eq!(r.session_head("s"), Some(n));
-        }
-        println!(
-            "snapshot {n:>8} events: {:>10} bytes ({:>5.1} B/event); write {:>7.1} ms; restore {:>7.1} ms",
-            snap.len(),
-            snap.len() as f64 / n as f64,
-            write.as_secs_f64() * 1e3,
-            best.as_secs_f64() * 1e3,
-        );
     }
+}
+
+fn measure(corpus: &str, n: u64, restores: usize) {
+    let mut c = Checker::default();
+    for seq in 1..=n {
+        let ev = match corpus {
+            "messages" => message(seq),
+            _ => event(seq, (seq - 1) / 8, (seq - 1) % 8 + 1),
+        };
+        c.push_bytes(&ev).unwrap();
+    }
+    let t = Instant::now();
+    let snap = c.snapshot();
+    let write = t.elapsed();
+    let mut best = Duration::MAX;
+    for _ in 0..restores {
+        let t = Instant::now();
+        let r = Checker::restore(Validator::default(), &snap).unwrap();
+        best = best.min(t.elapsed());
+        assert_eq!(r.session_head("s"), Some(n));
+    }
+    println!(
+        "snapshot {corpus:8} {n:>8} events: {:>10} bytes ({:>5.1} B/event); write {:>7.1} ms; restore {:>7.1} ms",
+        snap.len(),
+        snap.len() as f64 / n as f64,
+        write.as_secs_f64() * 1e3,
+        best.as_secs_f64() * 1e3,
+    );
 }
