@@ -106,7 +106,24 @@ fn scope_name(s: Scope) -> &'static str {
 }
 
 impl Transcript {
-    fn message(&self, id: &str) -> R<usize> {
+    /// The message `message_id`, found through the id index (not a scan
+    /// of the transcript).
+    ///
+    /// ```
+    /// use narad_core::checker::Checker;
+    ///
+    /// let mut c = Checker::default();
+    /// c.push_bytes(br#"{"protocolVersion":"narad/v1","eventId":"e1","timestamp":"2026-08-05T00:00:00Z","sessionId":"s","sessionSequence":1,"type":"message.user.recorded","messageId":"u1","messageScope":"session","content":"Hi"}"#).unwrap();
+    /// let t = c.transcript("s").unwrap();
+    /// assert_eq!(t.get("u1").map(|m| m.content.as_str()), Some("Hi"));
+    /// assert!(t.get("u2").is_none());
+    /// ```
+    pub fn get(&self, message_id: &str) -> Option<&Message> {
+        let i = self.index.get(message_id, message_ids(&self.messages))?;
+        self.messages.get(i)
+    }
+
+    fn position(&self, id: &str) -> R<usize> {
         match self.index.get(id, message_ids(&self.messages)) {
             Some(i) => Ok(i),
             None => fail(
@@ -186,7 +203,7 @@ impl Transcript {
                 ))
             }
             P::MessageTextDelta { message_id, delta } => {
-                let i = self.message(message_id)?;
+                let i = self.position(message_id)?;
                 let m = &mut self.messages[i];
                 if m.completed {
                     return fail(
@@ -199,7 +216,7 @@ impl Transcript {
                 Ok(())
             }
             P::MessageTextCompleted { message_id } => {
-                let i = self.message(message_id)?;
+                let i = self.position(message_id)?;
                 if self.messages[i].completed {
                     return fail(
                         "message_completed",
@@ -215,7 +232,7 @@ impl Transcript {
                 display_replacement,
                 ..
             } => {
-                let i = self.message(message_id)?;
+                let i = self.position(message_id)?;
                 self.messages[i].redacted = Some(display_replacement.clone());
                 Ok(())
             }

@@ -291,7 +291,7 @@ impl<S: Store + 'static> Engine<S> {
             let earlier = j
                 .checker
                 .transcript(&j.session_id)
-                .and_then(|t| t.messages.iter().find(|m| m.message_id == message_id));
+                .and_then(|t| t.get(message_id));
             if let Some(m) = earlier {
                 let same = m.role == "user"
                     && m.scope == "session"
