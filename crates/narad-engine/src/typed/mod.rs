@@ -11,6 +11,7 @@ pub(crate) mod envelope;
 pub(crate) mod patch;
 pub(crate) mod state;
 pub(crate) mod trace;
+pub(crate) mod transcript_view;
 pub(crate) mod usage;
 
 use narad_store::{Store, StoredEvent};

@@ -303,101 +303,6 @@ impl SessionState {
         out
     }
 
-    /// The default primary transcript (§9.2): session and workflow
-    /// messages and those of the last top-level run; a hidden redaction
-    /// leaves its message out. `with_reasoning` joins reasoning text
-    /// (display-sensitive: leave it out for principals who may not see it).
-    ///
-    /// Reasoning joins the message it names (`messageId`, or `reasoningId`
-    /// `reasoning:{messageId}`). Reasoning whose message never appeared
-    /// (an approval resume that delivered the final text on a later
-    /// message id) is kept, as §9.2 requires: it joins the next assistant
-    /// message begun after it, or, when there is none yet, stands as an
-    /// assistant entry of its own at the end.
-    pub fn transcript_view(&self, with_reasoning: bool) -> Vec<TranscriptMessage> {
-        let top = self.last_top_run.as_deref();
-        let t = &self.transcript;
-        let known: std::collections::BTreeSet<&str> =
-            t.messages.iter().map(|m| m.message_id.as_str()).collect();
-        // Orphans with their place (messages begun before them), if known.
-        let mut orphans: Vec<(Option<usize>, &Reasoning)> = t
-            .reasoning
-            .iter()
-            .filter(|r| !known.iter().any(|id| joins(r, id)))
-            .map(|r| (self.reasoning_after.get(&r.reasoning_id).copied(), r))
-            .collect();
-        let mut out = Vec::new();
-        for (i, m) in t.messages.iter().enumerate() {
-            let mut reasoning: Vec<String> = if with_reasoning {
-                t.reasoning
-                    .iter()
-                    .filter(|r| joins(r, &m.message_id))
-                    .map(|r| r.content.clone())
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            if m.role == "assistant" {
-                // Earlier reasoning of this turn goes first.
-                let (here, rest): (Vec<_>, Vec<_>) = orphans
-                    .into_iter()
-                    .partition(|(after, _)| after.is_some_and(|a| a <= i));
-                orphans = rest;
-                if with_reasoning {
-                    let mut earlier: Vec<String> =
-                        here.iter().map(|(_, r)| r.content.clone()).collect();
-                    earlier.append(&mut reasoning);
-                    reasoning = earlier;
-                }
-            }
-            let shown = match (&m.run_id, &m.root_run_id) {
-                (Some(run), Some(root)) => run == root && Some(run.as_str()) == top,
-                _ => true,
-            };
-            let text = match &m.redacted {
-                None => m.content.clone(),
-                Some(Some(shown)) => shown.clone(),
-                Some(None) => continue,
-            };
-            if !shown {
-                continue;
-            }
-            out.push(TranscriptMessage {
-                message_id: m.message_id.clone(),
-                role: m.role.clone(),
-                text,
-                completed: m.completed,
-                run_id: m.run_id.clone(),
-                reasoning,
-            });
-        }
-        if with_reasoning {
-            for (_, r) in orphans {
-                out.push(TranscriptMessage {
-                    message_id: r
-                        .message_id
-                        .clone()
-                        .unwrap_or_else(|| r.reasoning_id.clone()),
-                    role: "assistant".into(),
-                    text: String::new(),
-                    completed: false,
-                    run_id: None,
-                    reasoning: vec![r.content.clone()],
-                });
-            }
-        }
-        out
-    }
-
-    /// Whether some reasoning names no message of the transcript (its
-    /// place comes from the journal fold).
-    pub(crate) fn has_orphan_reasoning(&self) -> bool {
-        let t = &self.transcript;
-        t.reasoning
-            .iter()
-            .any(|r| !t.messages.iter().any(|m| joins(r, &m.message_id)))
-    }
-
     /// Open interrupts: `(interruptId, its details)`, in id order.
     pub fn open_interrupts(&self) -> Vec<(&str, &InterruptInfo)> {
         self.interrupts
@@ -405,10 +310,4 @@ impl SessionState {
             .map(|(id, i)| (id.as_str(), i))
             .collect()
     }
-}
-
-/// Whether reasoning `r` belongs to message `id` (§9.2): it names it, or
-/// its `reasoningId` is `reasoning:{id}`.
-fn joins(r: &Reasoning, id: &str) -> bool {
-    r.message_id.as_deref() == Some(id) || r.reasoning_id.strip_prefix("reasoning:") == Some(id)
 }
