@@ -456,8 +456,9 @@ impl RunGraph {
         self.find(id).ok_or(GraphError::UnknownNode(what))
     }
 
-    /// A small graph is scanned; past [`LINEAR`] nodes the index answers.
-    fn find(&self, id: &str) -> Option<usize> {
+    /// The position of node `id`: a small graph is scanned; past
+    /// [`LINEAR`] nodes the index answers.
+    pub(crate) fn find(&self, id: &str) -> Option<usize> {
         if self.nodes.len() <= LINEAR {
             self.nodes.iter().position(|n| n.id == id)
         } else {

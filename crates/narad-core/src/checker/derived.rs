@@ -175,8 +175,9 @@ fn pack(g: &RunGraph, key: &str) -> Option<Box<[u8]>> {
     }
     put_num(&mut out, edges.len() as u64);
     for e in edges {
-        let from = nodes.iter().position(|n| n.id == e.from)?;
-        let to = nodes.iter().position(|n| n.id == e.to)?;
+        // Through the graph's index: a scan per edge made packing a large
+        // tree quadratic.
+        let (from, to) = (g.find(&e.from)?, g.find(&e.to)?);
         if e.id != format!("{}:{}->{}", e.kind.as_str(), e.from, e.to) {
             return None;
         }
@@ -420,6 +421,35 @@ mod tests {
         let mut other = Derived::live(g);
         other.pack("x");
         assert!(!other.is_packed());
+    }
+
+    /// A tree past the graph's index threshold: child runs with tool
+    /// calls, each edge named by node position through the index.
+    #[test]
+    fn a_large_packed_graph_unpacks_to_the_same_graph() {
+        let mut lines = vec![r#""runId":"r","type":"run.started""#.to_owned()];
+        for i in 0..300 {
+            lines.push(format!(
+                r#""runId":"c{i}","parentRunId":"r","type":"run.started""#
+            ));
+            lines.push(format!(
+                r#""runId":"c{i}","type":"tool.call.started","toolCallId":"t{i}","toolName":"search","executor":"backend","args":{{}}"#
+            ));
+        }
+        for i in 0..300 {
+            lines.push(format!(
+                r#""runId":"c{i}","type":"tool.call.finished","toolCallId":"t{i}","outcome":"success","response":{{}}"#
+            ));
+            lines.push(format!(r#""runId":"c{i}","type":"run.finished""#));
+        }
+        lines.push(r#""runId":"r","type":"run.finished""#.to_owned());
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let g = graph(&lines);
+        assert_eq!((g.nodes().len(), g.edges().len()), (601, 600));
+        let mut d = Derived::live(g.clone());
+        d.pack("r");
+        assert!(d.is_packed());
+        assert_eq!(*d.graph("r"), g);
     }
 
     #[test]
