@@ -202,12 +202,18 @@ impl PostgresStore {
         let after_i = int(after)?;
         all.push(&after_i);
         all.push(&take);
-        let rows = c.query(&stmt, &all).await.map_err(backend)?;
+        // Streamed, so a page that stops at its bytes (`page_full`) never
+        // holds the rows after it; the connection discards what is left.
+        let rows = c.query_raw(&stmt, all).await.map_err(backend)?;
+        futures_util::pin_mut!(rows);
         let mut out = Vec::new();
-        let mut next = None;
+        let (mut next, mut filled) = (None, 0usize);
         let mut last = after;
-        for row in rows {
-            if out.len() == limit {
+        while let Some(row) = futures_util::TryStreamExt::try_next(&mut rows)
+            .await
+            .map_err(backend)?
+        {
+            if narad_store::page_full(out.len(), filled, limit) {
                 next = Some(last);
                 break;
             }
@@ -220,6 +226,7 @@ impl PostgresStore {
                 None => row::decode_event(sid, seq, bytes)?,
                 Some((kind, id)) => row::decode_scoped_event(sid, seq, kind, id, cursor, bytes)?,
             });
+            filled += out.last().map_or(0, |e| e.bytes.len());
         }
         Ok(Page { events: out, next })
     }

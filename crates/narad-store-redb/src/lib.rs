@@ -525,14 +525,14 @@ fn page_session(db: &Database, sid: &str, after: u64, limit: usize) -> Result<Pa
     let tx = db.begin_read().map_err(rerr)?;
     let events = tx.open_table(EVENTS).map_err(rerr)?;
     let mut out = Vec::new();
-    let mut next = None;
+    let (mut next, mut filled) = (None, 0usize);
     let mut last = after;
     for item in events
         .range((sid, after.saturating_add(1))..=(sid, u64::MAX))
         .map_err(rerr)?
     {
         let (k, v) = item.map_err(rerr)?;
-        if out.len() == limit {
+        if narad_store::page_full(out.len(), filled, limit) {
             next = Some(last);
             break;
         }
@@ -546,6 +546,7 @@ fn page_session(db: &Database, sid: &str, after: u64, limit: usize) -> Result<Pa
             seq,
             Bytes::copy_from_slice(v.value()),
         )?);
+        filled += out.last().map_or(0, |e| e.bytes.len());
     }
     Ok(Page { events: out, next })
 }
@@ -566,14 +567,14 @@ fn page_scope(
     let index = tx.open_table(table).map_err(rerr)?;
     let events = tx.open_table(EVENTS).map_err(rerr)?;
     let mut out = Vec::new();
-    let mut next = None;
+    let (mut next, mut filled) = (None, 0usize);
     let mut last = after;
     for item in index
         .range((sid, scope, after.saturating_add(1))..=(sid, scope, u64::MAX))
         .map_err(rerr)?
     {
         let (k, seq) = item.map_err(rerr)?;
-        if out.len() == limit {
+        if narad_store::page_full(out.len(), filled, limit) {
             next = Some(last);
             break;
         }
@@ -595,6 +596,7 @@ fn page_scope(
             position,
             Bytes::copy_from_slice(bytes.value()),
         )?);
+        filled += out.last().map_or(0, |e| e.bytes.len());
     }
     Ok(Page { events: out, next })
 }

@@ -358,11 +358,11 @@ fn page(
         })
         .map_err(sql)?;
     let mut out = Vec::new();
-    let mut next = None;
+    let (mut next, mut filled) = (None, 0usize);
     let mut last = after;
     for row in rows {
         let (seq, cursor, bytes) = row.map_err(sql)?;
-        if out.len() == limit {
+        if narad_store::page_full(out.len(), filled, limit) {
             next = Some(last);
             break;
         }
@@ -374,6 +374,7 @@ fn page(
                 row::decode_scoped_event(sid, seq, kind, id, cursor, Bytes::from(bytes))?
             }
         });
+        filled += out.last().map_or(0, |e| e.bytes.len());
     }
     Ok(Page { events: out, next })
 }

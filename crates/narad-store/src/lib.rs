@@ -338,6 +338,26 @@ pub struct Appended {
     pub redelivered: bool,
 }
 
+/// The bytes of events a page of history stops at: a read returns at most
+/// its `limit` events, and fewer once their bytes reach this (never fewer
+/// than one), with `next` set. So a page of the largest records (512 KB
+/// each) costs a few MiB, not `limit` times 512 KB.
+pub const PAGE_BYTES: usize = 4 << 20;
+
+/// Whether a page holding `events` events of `bytes` bytes in all is full
+/// (see [`PAGE_BYTES`]): the rule every backend's history reads apply.
+///
+/// ```
+/// use narad_store::{page_full, PAGE_BYTES};
+/// assert!(!page_full(0, 0, 10));
+/// assert!(page_full(10, 100, 10));
+/// assert!(page_full(1, PAGE_BYTES, 10));
+/// assert!(!page_full(0, PAGE_BYTES, 10), "a page holds at least one event");
+/// ```
+pub fn page_full(events: usize, bytes: usize, limit: usize) -> bool {
+    events >= limit || (events > 0 && bytes >= PAGE_BYTES)
+}
+
 /// A page of history.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Page {
@@ -495,7 +515,8 @@ pub trait Store: Send + Sync {
     async fn append(&self, batch: Batch) -> Result<Appended, StoreError>;
     /// The session head (0 for an unknown session).
     async fn head(&self, session_id: &str) -> Result<u64, StoreError>;
-    /// Session history after `after` (a sessionSequence), at most `limit`.
+    /// Session history after `after` (a sessionSequence), at most `limit`
+    /// events and about [`PAGE_BYTES`] of them ([`page_full`]).
     async fn read_session(
         &self,
         session_id: &str,

@@ -243,3 +243,62 @@ where
         "cursor_conflict"
     );
 }
+
+/// A run-tree event at `seq` carrying about 300 KB of args.
+fn large_event(seq: u64) -> StoredEvent {
+    let bytes = serde_json::to_vec(&json!({
+        "type": "tool.call.started", "protocolVersion": "narad/v1",
+        "eventId": format!("big-{seq}"), "timestamp": "2026-08-05T00:00:00Z",
+        "sessionId": "s", "sessionSequence": seq, "rootRunId": "r", "runId": "r",
+        "sequence": seq, "toolCallId": format!("t{seq}"), "toolName": "x",
+        "executor": "backend", "args": {"a": "x".repeat(150_000), "b": "y".repeat(150_000)}
+    }))
+    .unwrap();
+    stored(&bytes)
+}
+
+/// Suite case `pages_of_large_events_stop_at_their_bytes`: a read of many
+/// large events returns at most about [`crate::PAGE_BYTES`] of them (at
+/// least one), with `next` set, and the pages join to the whole history,
+/// by session and by run tree.
+pub async fn pages_of_large_events_stop_at_their_bytes<S, F, Fut>(dir: &Path, open: F)
+where
+    S: Store + 'static,
+    F: Fn(PathBuf) -> Fut,
+    Fut: Future<Output = Result<S, StoreError>>,
+{
+    let s = open(dir.join("store")).await.unwrap();
+    let all: Vec<StoredEvent> = (1..=40).map(large_event).collect();
+    for (i, chunk) in all.chunks(10).enumerate() {
+        let head = (i * 10) as u64;
+        s.append(batch("s", head, chunk.to_vec())).await.unwrap();
+    }
+    let size = all[0].bytes.len();
+    for by_run in [false, true] {
+        let (mut read, mut after, mut pages) = (Vec::new(), 0, 0);
+        loop {
+            let page = if by_run {
+                s.read_run("s", "r", after, 1000).await.unwrap()
+            } else {
+                s.read_session("s", after, 1000).await.unwrap()
+            };
+            pages += 1;
+            let bytes: usize = page.events.iter().map(|e| e.bytes.len()).sum();
+            assert!(!page.events.is_empty());
+            assert!(bytes < crate::PAGE_BYTES + size, "{bytes} bytes in a page");
+            read.extend(page.events);
+            match page.next {
+                Some(n) => {
+                    assert_eq!(n, read.len() as u64, "next is the last position read");
+                    after = n;
+                }
+                None => break,
+            }
+        }
+        assert!(pages >= 3, "{pages} pages for 12 MB");
+        assert_eq!(read, all);
+    }
+    // The count limit still applies below the byte budget.
+    let page = s.read_session("s", 0, 2).await.unwrap();
+    assert_eq!((page.events.len(), page.next), (2, Some(2)));
+}
