@@ -107,10 +107,13 @@ pub async fn replay(store: AnyStore, json_out: bool) -> Outcome {
     let t = Instant::now();
     for sid in &sessions {
         let mut c = Checker::default();
-        for ev in store_cmds::journal(&store, sid, 0).await? {
-            events += 1;
-            if c.push_bytes(&ev.bytes).is_err() {
-                refused += 1;
+        let mut pages = store_cmds::Pages::new(&store, sid, 0);
+        while let Some(page) = pages.next().await.map_err(|e| e.to_string())? {
+            for ev in page {
+                events += 1;
+                if c.push_bytes(&ev.bytes).is_err() {
+                    refused += 1;
+                }
             }
         }
     }

@@ -3,7 +3,7 @@
 //! execution, transcript) and the typed authority events (tool calls,
 //! interrupts, terminals, usage).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use narad_core::checker::{Checker, RunState, Slot};
 use narad_core::model::{AuthorityPayload, Outcome as ToolResult, Usage};
@@ -13,7 +13,7 @@ use narad_stores::AnyStore;
 use serde::Serialize;
 
 use crate::output::{out, OutputError};
-use crate::store_cmds::{journal, Outcome};
+use crate::store_cmds::{Outcome, Pages};
 
 /// The longest args summary shown, in characters.
 const ARGS_SUMMARY: usize = 60;
@@ -151,17 +151,28 @@ fn add_usage(t: &mut UsageTotals, u: Option<&Usage>) {
     }
 }
 
-/// Tool calls, interrupts, terminals and usage from the typed events.
-fn from_events(events: &[StoredEvent], report: &mut Report) -> BTreeMap<String, TerminalLine> {
-    let v = Validator::default();
-    let mut terminals = BTreeMap::new();
-    for stored in events {
+/// Tool calls, interrupts, terminals and usage, folded from the typed
+/// events one at a time (the journal is read a page at a time). A finish
+/// or resolution updates the first call or request of its id, found
+/// through a map: a scan per finish made a long session quadratic.
+#[derive(Default)]
+struct Fold {
+    tool_calls: Vec<ToolCall>,
+    tool_at: HashMap<String, usize>,
+    interrupts: Vec<InterruptLine>,
+    interrupt_at: HashMap<String, usize>,
+    usage: UsageTotals,
+    terminals: BTreeMap<String, TerminalLine>,
+}
+
+impl Fold {
+    fn push(&mut self, v: &Validator, stored: &StoredEvent) {
         let Ok(Parsed::Record {
             record: Record::Authority(ev),
             ..
         }) = v.parse(&stored.bytes)
         else {
-            continue;
+            return;
         };
         let AuthorityEvent {
             envelope, payload, ..
@@ -173,21 +184,26 @@ fn from_events(events: &[StoredEvent], report: &mut Report) -> BTreeMap<String, 
                 tool_name,
                 args,
                 ..
-            } => report.tool_calls.push(ToolCall {
-                id: tool_call_id,
-                run,
-                name: tool_name,
-                args: summary(&args),
-                outcome: "open",
-                code: None,
-            }),
+            } => {
+                let at = self.tool_calls.len();
+                self.tool_at.entry(tool_call_id.clone()).or_insert(at);
+                self.tool_calls.push(ToolCall {
+                    id: tool_call_id,
+                    run,
+                    name: tool_name,
+                    args: summary(&args),
+                    outcome: "open",
+                    code: None,
+                });
+            }
             AuthorityPayload::ToolCallFinished {
                 tool_call_id,
                 outcome,
                 code,
                 ..
             } => {
-                if let Some(t) = report.tool_calls.iter_mut().find(|t| t.id == tool_call_id) {
+                let at = self.tool_at.get(&tool_call_id).copied();
+                if let Some(t) = at.and_then(|i| self.tool_calls.get_mut(i)) {
                     t.outcome = match outcome {
                         ToolResult::Success => "success",
                         ToolResult::Error => "error",
@@ -202,28 +218,34 @@ fn from_events(events: &[StoredEvent], report: &mut Report) -> BTreeMap<String, 
                 title,
                 expires_at,
                 ..
-            } => report.interrupts.push(InterruptLine {
-                id: interrupt_id,
-                run,
-                workflow: envelope.workflow_id.clone(),
-                kind,
-                title,
-                decision: None,
-                expires_at,
-            }),
+            } => {
+                let at = self.interrupts.len();
+                self.interrupt_at.entry(interrupt_id.clone()).or_insert(at);
+                self.interrupts.push(InterruptLine {
+                    id: interrupt_id,
+                    run,
+                    workflow: envelope.workflow_id.clone(),
+                    kind,
+                    title,
+                    decision: None,
+                    expires_at,
+                });
+            }
             AuthorityPayload::InterruptResolved {
                 interrupt_id,
                 decision,
                 ..
             } => {
-                if let Some(i) = report.interrupts.iter_mut().find(|i| i.id == interrupt_id) {
+                let at = self.interrupt_at.get(&interrupt_id).copied();
+                if let Some(i) = at.and_then(|i| self.interrupts.get_mut(i)) {
                     i.decision = Some(decision);
                 }
             }
             AuthorityPayload::RunFinished { usage, .. } => {
-                add_usage(&mut report.usage, usage.as_ref());
+                add_usage(&mut self.usage, usage.as_ref());
                 if let Some(r) = run {
-                    terminals.insert(r, terminal("run.finished", None, None));
+                    self.terminals
+                        .insert(r, terminal("run.finished", None, None));
                 }
             }
             AuthorityPayload::RunError {
@@ -231,9 +253,10 @@ fn from_events(events: &[StoredEvent], report: &mut Report) -> BTreeMap<String, 
                 message,
                 usage,
             } => {
-                add_usage(&mut report.usage, usage.as_ref());
+                add_usage(&mut self.usage, usage.as_ref());
                 if let Some(r) = run {
-                    terminals.insert(r, terminal("run.error", Some(code), Some(message)));
+                    self.terminals
+                        .insert(r, terminal("run.error", Some(code), Some(message)));
                 }
             }
             AuthorityPayload::RunCancelled {
@@ -241,53 +264,57 @@ fn from_events(events: &[StoredEvent], report: &mut Report) -> BTreeMap<String, 
                 message,
                 usage,
             } => {
-                add_usage(&mut report.usage, usage.as_ref());
+                add_usage(&mut self.usage, usage.as_ref());
                 if let Some(r) = run {
-                    terminals.insert(r, terminal("run.cancelled", code, message));
+                    self.terminals
+                        .insert(r, terminal("run.cancelled", code, message));
                 }
             }
             _ => {}
         }
     }
-    terminals
 }
 
 fn terminal(ty: &'static str, code: Option<String>, message: Option<String>) -> TerminalLine {
     TerminalLine { ty, code, message }
 }
 
-/// The run tree depth-first, children in id order. Each run is copied
-/// out of the checker at once, so this holds whatever `Checker::runs`
-/// lends (a reference or a copy).
-fn runs(
-    c: &Checker,
-    sid: &str,
-    parent: Option<&str>,
-    depth: usize,
-    terminals: &mut BTreeMap<String, TerminalLine>,
-    out: &mut Vec<RunLine>,
-) {
-    let mut level: Vec<RunLine> = c
-        .runs(sid)
-        .filter(|(_, r)| r.parent.as_deref() == parent)
-        .map(|(id, run)| RunLine {
-            id: id.to_string(),
-            parent: run.parent.clone(),
-            depth,
-            state: state_word(run.state),
-            stop_requested: run.stop_requested,
-            paused_wait: run.open_pause.clone(),
-            executor: run.client_executor.clone(),
-            terminal: None,
-        })
-        .collect();
-    level.sort_by(|a, b| a.id.cmp(&b.id));
-    for mut line in level {
-        line.terminal = terminals.remove(line.id.as_str());
-        let id = line.id.clone();
-        out.push(line);
-        runs(c, sid, Some(&id), depth + 1, terminals, out);
+/// The run tree depth-first, children in id order. The runs are listed
+/// once and grouped by parent; the walk keeps its own stack, so neither a
+/// wide tree (a scan of every run per run) nor a deep one (a recursion
+/// per level) costs more than the runs.
+fn runs(c: &Checker, sid: &str, mut terminals: BTreeMap<String, TerminalLine>) -> Vec<RunLine> {
+    let mut children: HashMap<Option<String>, Vec<RunLine>> = HashMap::new();
+    for (id, run) in c.runs(sid) {
+        children
+            .entry(run.parent.clone())
+            .or_default()
+            .push(RunLine {
+                id: id.to_string(),
+                parent: run.parent.clone(),
+                depth: 0,
+                state: state_word(run.state),
+                stop_requested: run.stop_requested,
+                paused_wait: run.open_pause.clone(),
+                executor: run.client_executor.clone(),
+                terminal: None,
+            });
     }
+    // Each level in reverse id order, so the stack pops the smallest first.
+    let mut level = |parent: Option<String>, depth: usize| {
+        let mut v = children.remove(&parent).unwrap_or_default();
+        v.sort_by(|a, b| b.id.cmp(&a.id));
+        v.into_iter().map(move |line| (depth, line))
+    };
+    let mut stack: Vec<(usize, RunLine)> = level(None, 0).collect();
+    let mut out = Vec::new();
+    while let Some((depth, mut line)) = stack.pop() {
+        line.depth = depth;
+        line.terminal = terminals.remove(line.id.as_str());
+        stack.extend(level(Some(line.id.clone()), depth + 1));
+        out.push(line);
+    }
+    out
 }
 
 fn print(r: &Report) -> Result<(), OutputError> {
@@ -410,8 +437,29 @@ fn print_interrupt(pad: &str, i: &InterruptLine) -> Result<(), OutputError> {
 
 /// `narad show`
 pub async fn show(store: &AnyStore, sid: &str, json: bool) -> Outcome {
-    let events = journal(store, sid, 0).await?;
-    if events.is_empty()
+    let mut c = Checker::default();
+    let mut report = Report {
+        session: sid.to_owned(),
+        ..Report::default()
+    };
+    let (v, mut fold) = (Validator::default(), Fold::default());
+    let mut pages = Pages::new(store, sid, 0);
+    while let Some(page) = pages.next().await.map_err(|e| e.to_string())? {
+        for ev in &page {
+            report.events += 1;
+            if report.refused.is_none() {
+                if let Err(r) = c.push_bytes(&ev.bytes) {
+                    report.refused = Some(Refusal {
+                        session_sequence: ev.position.session_sequence,
+                        code: r.code.to_owned(),
+                        reason: r.to_string(),
+                    });
+                }
+            }
+            fold.push(&v, ev);
+        }
+    }
+    if report.events == 0
         && store
             .side(SideSpace::Session, sid)
             .await
@@ -419,22 +467,6 @@ pub async fn show(store: &AnyStore, sid: &str, json: bool) -> Outcome {
             .is_none()
     {
         return Err(format!("no session `{sid}` in this store").into());
-    }
-    let mut c = Checker::default();
-    let mut report = Report {
-        session: sid.to_owned(),
-        events: events.len() as u64,
-        ..Report::default()
-    };
-    for ev in &events {
-        if let Err(r) = c.push_bytes(&ev.bytes) {
-            report.refused = Some(Refusal {
-                session_sequence: ev.position.session_sequence,
-                code: r.code.to_owned(),
-                reason: r.to_string(),
-            });
-            break;
-        }
     }
     report.active = active_words(c.slot(sid));
     report.workflows = c
@@ -445,8 +477,9 @@ pub async fn show(store: &AnyStore, sid: &str, json: bool) -> Outcome {
             open_interrupt: w.open_interrupt.as_ref().map(|i| i.id.clone()),
         })
         .collect();
-    let mut terminals = from_events(&events, &mut report);
-    runs(&c, sid, None, 0, &mut terminals, &mut report.runs);
+    report.runs = runs(&c, sid, fold.terminals);
+    (report.tool_calls, report.interrupts, report.usage) =
+        (fold.tool_calls, fold.interrupts, fold.usage);
     if let Some(t) = c.transcript(sid) {
         report.transcript = t
             .messages

@@ -45,45 +45,99 @@ pub async fn all_sessions(store: &AnyStore) -> Result<Vec<String>, String> {
     }
 }
 
-/// A session's stored events after `after`; the cursor must advance with
-/// every page, and every row agrees with its key (the store checks).
-pub async fn read_journal(
-    store: &AnyStore,
-    sid: &str,
-    after: u64,
-) -> Result<Vec<StoredEvent>, StoreError> {
-    let mut out = Vec::new();
-    let mut cursor = after;
-    loop {
-        let page = store.read_session(sid, cursor, 4096).await?;
-        let before = cursor;
+/// Events a page holds: small enough that a page of the largest records
+/// (512 KB each) stays far below what a whole journal costs, large enough
+/// that a million-event journal is a few thousand reads.
+const PAGE: usize = 256;
+
+/// A session's stored events after `after`, a page at a time, so a reader
+/// holds one page, never the journal; the cursor must advance with every
+/// page, and every row agrees with its key (the store checks).
+pub struct Pages<'a> {
+    store: &'a AnyStore,
+    sid: &'a str,
+    cursor: u64,
+    done: bool,
+}
+
+impl<'a> Pages<'a> {
+    pub fn new(store: &'a AnyStore, sid: &'a str, after: u64) -> Self {
+        Self {
+            store,
+            sid,
+            cursor: after,
+            done: false,
+        }
+    }
+
+    /// The next page (`None` after the last).
+    pub async fn next(&mut self) -> Result<Option<Vec<StoredEvent>>, StoreError> {
+        if self.done {
+            return Ok(None);
+        }
+        let page = self.store.read_session(self.sid, self.cursor, PAGE).await?;
+        let before = self.cursor;
         for ev in &page.events {
-            cursor = row::advance(sid, cursor, ev.position.session_sequence)?;
+            self.cursor = row::advance(self.sid, self.cursor, ev.position.session_sequence)?;
         }
-        out.extend(page.events);
         if page.next.is_none() {
-            return Ok(out);
+            self.done = true;
+        } else {
+            row::advance(self.sid, before, self.cursor)?;
         }
-        row::advance(sid, before, cursor)?;
+        Ok(Some(page.events))
     }
 }
 
-pub async fn journal(store: &AnyStore, sid: &str, after: u64) -> Result<Vec<StoredEvent>, String> {
-    read_journal(store, sid, after).await.map_err(err)
+/// A session's verdict: the first damage of its rows against their keys
+/// and its head record, else the checker's first refusal, else sound.
+enum Finding {
+    Sound,
+    Refused(u64, &'static str, String),
+    Damaged(Option<u64>, Damage),
 }
 
-/// Replays a stored journal; `Err((sequence, code, message))` at the first refusal.
-fn check(events: &[StoredEvent]) -> (Checker, Result<(), (u64, &'static str, String)>) {
+/// Reads one session's journal a page at a time: the rows are checked to
+/// run 1, 2, … up to the head record while the checker replays them. A
+/// damage anywhere wins over a refusal, as when the journal was read whole
+/// first, so the checker stops at its refusal and the rows are read on.
+async fn inspect(store: &AnyStore, sid: &str) -> Result<Finding, String> {
+    let head = store.head(sid).await.map_err(err)?;
+    let mut pages = Pages::new(store, sid, 0);
     let mut c = Checker::default();
-    for ev in events {
-        if let Err(r) = c.push_bytes(&ev.bytes) {
-            return (
-                c,
-                Err((ev.position.session_sequence, r.code, r.to_string())),
-            );
+    let (mut last, mut refused) = (0u64, None);
+    loop {
+        let page = match pages.next().await {
+            Ok(Some(page)) => page,
+            Ok(None) => break,
+            Err(StoreError::Corrupt {
+                damage, position, ..
+            }) => return Ok(Finding::Damaged(position, damage)),
+            Err(e) => return Err(err(e)),
+        };
+        for ev in page {
+            let want = last + 1;
+            if ev.position.session_sequence != want {
+                return Ok(Finding::Damaged(Some(want), Damage::Gap));
+            }
+            last = want;
+            if refused.is_none() {
+                if let Err(r) = c.push_bytes(&ev.bytes) {
+                    refused = Some((want, r.code, r.to_string()));
+                }
+            }
         }
     }
-    (c, Ok(()))
+    if head > last {
+        return Ok(Finding::Damaged(Some(last + 1), Damage::MissingRows));
+    }
+    if head < last {
+        return Ok(Finding::Damaged(Some(head + 1), Damage::RowsPastHead));
+    }
+    Ok(match refused {
+        Some((seq, code, why)) => Finding::Refused(seq, code, why),
+        None => Finding::Sound,
+    })
 }
 
 /// One `narad verify --json` line: a finding, or the closing summary.
@@ -147,46 +201,28 @@ pub async fn export(store: &AnyStore, session: Option<&str>, after: u64, all: bo
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for sid in sessions {
-        for ev in journal(store, &sid, after).await? {
-            out.write_all(&ev.bytes).map_err(OutputError::from)?;
-            out.write_all(b"\n").map_err(OutputError::from)?;
+    for sid in &sessions {
+        // Two passes, each a page at a time: the first reads the journal
+        // through, so a damaged one fails before a line of it is written
+        // (never half an export); the second writes up to where the first
+        // ended (events appended meanwhile are not half-checked).
+        let (mut pages, mut end) = (Pages::new(store, sid, after), after);
+        while let Some(page) = pages.next().await.map_err(err)? {
+            end = page.last().map_or(end, |ev| ev.position.session_sequence);
+        }
+        let mut pages = Pages::new(store, sid, after);
+        'pages: while let Some(page) = pages.next().await.map_err(err)? {
+            for ev in page {
+                if ev.position.session_sequence > end {
+                    break 'pages;
+                }
+                out.write_all(&ev.bytes).map_err(OutputError::from)?;
+                out.write_all(b"\n").map_err(OutputError::from)?;
+            }
         }
     }
     out.flush().map_err(OutputError::from)?;
     Ok(0)
-}
-
-/// The first damage of one session's rows against its keys and its head
-/// record: `(position, kind)`, or the events when the rows are sound.
-async fn inspect(
-    store: &AnyStore,
-    sid: &str,
-) -> Result<Result<Vec<StoredEvent>, (Option<u64>, Damage)>, String> {
-    let head = store.head(sid).await.map_err(err)?;
-    let events = match read_journal(store, sid, 0).await {
-        Ok(events) => events,
-        Err(StoreError::Corrupt {
-            damage, position, ..
-        }) => return Ok(Err((position, damage))),
-        Err(e) => return Err(err(e)),
-    };
-    // The store checked each row against its own key; the keys must also
-    // run 1, 2, … up to the head record.
-    for (i, ev) in events.iter().enumerate() {
-        let want = i as u64 + 1;
-        if ev.position.session_sequence != want {
-            return Ok(Err((Some(want), Damage::Gap)));
-        }
-    }
-    let last = events.len() as u64;
-    if head > last {
-        return Ok(Err((Some(last + 1), Damage::MissingRows)));
-    }
-    if head < last {
-        return Ok(Err((Some(head + 1), Damage::RowsPastHead)));
-    }
-    Ok(Ok(events))
 }
 
 /// `narad verify`: the backend's own integrity check where it has one,
@@ -234,9 +270,8 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
     let bar = progress::bar(all.len() as u64, "verify", "sessions");
     for sid in &all {
         bar.inc(1);
-        let events = match inspect(&store, sid).await? {
-            Ok(events) => events,
-            Err((position, damage)) => {
+        match inspect(&store, sid).await? {
+            Finding::Damaged(position, damage) => {
                 damaged += 1;
                 *kinds.entry(damage.code()).or_default() += 1;
                 if json {
@@ -251,15 +286,12 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
                     Some(p) => out!("{sid}: damaged at position {p} ({})", damage.code()),
                     None => out!("{sid}: damaged ({})", damage.code()),
                 }
-                continue;
             }
-        };
-        match check(&events).1 {
-            Ok(()) => {
+            Finding::Sound => {
                 ok += 1;
                 valid.push(sid.clone());
             }
-            Err((seq, code, why)) => {
+            Finding::Refused(seq, code, why) => {
                 bad += 1;
                 *codes.entry(code).or_default() += 1;
                 if json {
