@@ -17,6 +17,20 @@ fn url(dir: &tempfile::TempDir, name: &str) -> String {
     format!("sqlite:{}", dir.path().join(name).display())
 }
 
+/// `narad show --json` of session `s0`, parsed (it must succeed).
+fn show_json(store: &str) -> serde_json::Value {
+    let (code, out, err) = run(bounded(&[
+        "show",
+        "--store",
+        store,
+        "--session",
+        "s0",
+        "--json",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
 /// Whether two files hold the same bytes, read a chunk at a time.
 fn same_bytes(a: &std::path::Path, b: &std::path::Path) -> bool {
     let (mut a, mut b) = (
@@ -80,16 +94,7 @@ fn a_100_mb_session_is_exported_verified_and_shown_in_bounded_memory() {
     let (code, out, err) = run(bounded(&["show", "--store", &store, "--session", "s0"]));
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("session s0: 1000 events\n"), "{out:.200}");
-    let (code, out, err) = run(bounded(&[
-        "show",
-        "--store",
-        &store,
-        "--session",
-        "s0",
-        "--json",
-    ]));
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let v = show_json(&store);
     assert_eq!(v["events"], 1000);
     assert_eq!(v["runs"].as_array().unwrap().len(), 500);
     assert_children_rss_bounded("100 MB session");
@@ -106,16 +111,7 @@ fn show_lists_twenty_thousand_runs_in_id_order() {
     let f = file.display().to_string();
     let (code, _, err) = run(bounded(&["import", "--store", &store, &f]));
     assert_eq!(code, 0, "{err}");
-    let (code, out, err) = run(bounded(&[
-        "show",
-        "--store",
-        &store,
-        "--session",
-        "s0",
-        "--json",
-    ]));
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let v = show_json(&store);
     let ids: Vec<&str> = v["runs"]
         .as_array()
         .unwrap()
