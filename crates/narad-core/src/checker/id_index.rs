@@ -10,7 +10,7 @@
 use super::arena::by_bucket;
 use super::seen::{id_hash, Pass};
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{btree_map, BTreeMap, HashMap};
 use std::fmt;
 use std::hash::BuildHasherDefault;
 
@@ -46,17 +46,9 @@ impl IdIndex {
         // then depends on that order; lookups do not.
         let mask = (index.by_hash.capacity() / 7 * 8).next_power_of_two() as u64 - 1;
         for (h, i) in by_bucket(all, mask) {
-            let (i, id) = (i as usize, id_at(i as usize)?);
-            match index.by_hash.entry(h) {
-                Entry::Vacant(v) => {
-                    v.insert(i);
-                }
-                Entry::Occupied(o) if id_at(*o.get()) == Some(id) => return None,
-                Entry::Occupied(_) => {
-                    if index.clashes.insert(id.into(), i).is_some() {
-                        return None;
-                    }
-                }
+            let i = i as usize;
+            if !index.insert_hashed(h, id_at(i)?, i, id_at) {
+                return None;
             }
         }
         Some(index)
@@ -79,18 +71,29 @@ impl IdIndex {
         position: usize,
         id_at: impl Fn(usize) -> Option<&'a str>,
     ) -> bool {
-        match self.by_hash.entry(id_hash(id)) {
+        self.insert_hashed(id_hash(id), id, position, id_at)
+    }
+
+    /// [`IdIndex::insert`] with the id's hash already taken.
+    fn insert_hashed<'a>(
+        &mut self,
+        hash: u64,
+        id: &str,
+        position: usize,
+        id_at: impl Fn(usize) -> Option<&'a str>,
+    ) -> bool {
+        match self.by_hash.entry(hash) {
             Entry::Vacant(v) => {
                 v.insert(position);
                 true
             }
             Entry::Occupied(o) if id_at(*o.get()) == Some(id) => false,
             Entry::Occupied(_) => match self.clashes.entry(id.into()) {
-                std::collections::btree_map::Entry::Vacant(v) => {
+                btree_map::Entry::Vacant(v) => {
                     v.insert(position);
                     true
                 }
-                std::collections::btree_map::Entry::Occupied(_) => false,
+                btree_map::Entry::Occupied(_) => false,
             },
         }
     }
