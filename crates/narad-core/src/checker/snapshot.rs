@@ -152,6 +152,11 @@ pub(super) fn read(validator: Validator, bytes: &[u8]) -> Option<Checker> {
         let (runs, tools) = (parts.part()?, parts.part()?);
         s.read_closed(runs, tools)?;
         let messages = transcript_bytes::read(parts.part()?)?;
+        // The JSON holds none (`Session::open_state`): the part is the
+        // messages' one source, so a JSON that carries some is refused.
+        if !s.x().transcript.messages.is_empty() {
+            return None;
+        }
         if !messages.is_empty() {
             s.x_mut().transcript.messages = messages;
         }
@@ -492,6 +497,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The messages have one source, their binary part: a snapshot whose
+    /// JSON carries them too (no checker writes one) is refused.
+    #[test]
+    fn a_snapshot_whose_json_carries_messages_is_refused() {
+        let (c, _) = conversation();
+        let snap = c.snapshot();
+        let json_len = u64::from_le_bytes(snap[12..20].try_into().unwrap()) as usize;
+        let open: serde_json::Value = serde_json::from_slice(&snap[20..20 + json_len]).unwrap();
+        // The snapshot with its JSON part replaced by `open`.
+        let with = |open: &serde_json::Value| {
+            let json = serde_json::to_vec(open).unwrap();
+            let mut out = snap[..12].to_vec();
+            out.extend_from_slice(&(json.len() as u64).to_le_bytes());
+            out.extend_from_slice(&json);
+            out.extend_from_slice(&snap[20 + json_len..]);
+            out
+        };
+        let restored = Checker::restore(Validator::default(), &with(&open)).unwrap();
+        assert_eq!(restored.debug_state(), c.debug_state());
+        let mut carrying = open.clone();
+        let messages = serde_json::to_value(&c.transcript("s").unwrap().messages).unwrap();
+        carrying["sessions"]["s"]["state"]["transcript"]["messages"] = messages;
+        assert!(Checker::restore(Validator::default(), &with(&carrying)).is_none());
     }
 
     #[test]
