@@ -107,7 +107,7 @@ pub async fn replay(store: AnyStore, json_out: bool) -> Outcome {
     let t = Instant::now();
     for sid in &sessions {
         let mut c = Checker::default();
-        let mut pages = store_cmds::Pages::new(&store, sid, 0);
+        let mut pages = store_cmds::journal_pages(&store, sid, 0);
         while let Some(page) = pages.next().await.map_err(|e| e.to_string())? {
             for ev in page {
                 events += 1;

@@ -13,7 +13,7 @@ use narad_stores::AnyStore;
 use serde::Serialize;
 
 use crate::output::{out, OutputError};
-use crate::store_cmds::{Outcome, Pages};
+use crate::store_cmds::{journal_pages, Outcome};
 
 /// The longest args summary shown, in characters.
 const ARGS_SUMMARY: usize = 60;
@@ -443,7 +443,7 @@ pub async fn show(store: &AnyStore, sid: &str, json: bool) -> Outcome {
         ..Report::default()
     };
     let (v, mut fold) = (Validator::default(), Fold::default());
-    let mut pages = Pages::new(store, sid, 0);
+    let mut pages = journal_pages(store, sid, 0);
     while let Some(page) = pages.next().await.map_err(|e| e.to_string())? {
         for ev in &page {
             report.events += 1;

@@ -8,7 +8,7 @@ use std::io::Write;
 use crate::output::{out, Failure, OutputError};
 
 use narad_core::checker::Checker;
-use narad_store::{row, Damage, Store, StoreError, StoredEvent};
+use narad_store::{Damage, JournalPages, Store, StoreError};
 use narad_stores::AnyStore;
 use serde::Serialize;
 
@@ -50,43 +50,13 @@ pub async fn all_sessions(store: &AnyStore) -> Result<Vec<String>, String> {
 /// that a million-event journal is a few thousand reads.
 const PAGE: usize = 256;
 
-/// A session's stored events after `after`, a page at a time, so a reader
-/// holds one page, never the journal; the cursor must advance with every
-/// page, and every row agrees with its key (the store checks).
-pub struct Pages<'a> {
+/// A session's stored events after `after`, [`PAGE`] at a time.
+pub fn journal_pages<'a>(
     store: &'a AnyStore,
     sid: &'a str,
-    cursor: u64,
-    done: bool,
-}
-
-impl<'a> Pages<'a> {
-    pub fn new(store: &'a AnyStore, sid: &'a str, after: u64) -> Self {
-        Self {
-            store,
-            sid,
-            cursor: after,
-            done: false,
-        }
-    }
-
-    /// The next page (`None` after the last).
-    pub async fn next(&mut self) -> Result<Option<Vec<StoredEvent>>, StoreError> {
-        if self.done {
-            return Ok(None);
-        }
-        let page = self.store.read_session(self.sid, self.cursor, PAGE).await?;
-        let before = self.cursor;
-        for ev in &page.events {
-            self.cursor = row::advance(self.sid, self.cursor, ev.position.session_sequence)?;
-        }
-        if page.next.is_none() {
-            self.done = true;
-        } else {
-            row::advance(self.sid, before, self.cursor)?;
-        }
-        Ok(Some(page.events))
-    }
+    after: u64,
+) -> JournalPages<'a, AnyStore> {
+    JournalPages::new(store, sid, after, PAGE)
 }
 
 /// A session's verdict: the first damage of its rows against their keys
@@ -103,7 +73,7 @@ enum Finding {
 /// first, so the checker stops at its refusal and the rows are read on.
 async fn inspect(store: &AnyStore, sid: &str) -> Result<Finding, String> {
     let head = store.head(sid).await.map_err(err)?;
-    let mut pages = Pages::new(store, sid, 0);
+    let mut pages = journal_pages(store, sid, 0);
     let mut c = Checker::default();
     let (mut last, mut refused) = (0u64, None);
     loop {
@@ -206,11 +176,11 @@ pub async fn export(store: &AnyStore, session: Option<&str>, after: u64, all: bo
         // through, so a damaged one fails before a line of it is written
         // (never half an export); the second writes up to where the first
         // ended (events appended meanwhile are not half-checked).
-        let (mut pages, mut end) = (Pages::new(store, sid, after), after);
+        let (mut pages, mut end) = (journal_pages(store, sid, after), after);
         while let Some(page) = pages.next().await.map_err(err)? {
             end = page.last().map_or(end, |ev| ev.position.session_sequence);
         }
-        let mut pages = Pages::new(store, sid, after);
+        let mut pages = journal_pages(store, sid, after);
         'pages: while let Some(page) = pages.next().await.map_err(err)? {
             for ev in page {
                 if ev.position.session_sequence > end {

@@ -595,6 +595,7 @@ pub mod group;
 pub mod history;
 pub mod lifecycle;
 pub mod migrate;
+pub mod pages;
 pub mod plan;
 pub mod row;
 #[cfg(feature = "test-suite")]
@@ -610,5 +611,6 @@ pub mod suite_listing;
 
 pub use group::{Commit, Notice, Subscription};
 pub use history::HistoryQuery;
+pub use pages::JournalPages;
 pub use plan::{plan_batch, Plan, Reads, ScopeKey, View};
 pub use row::Damage;

@@ -129,19 +129,11 @@ pub async fn read_journal<S: Store + ?Sized>(
     session_id: &str,
 ) -> Result<Vec<crate::StoredEvent>, StoreError> {
     let mut out = Vec::new();
-    let mut cursor = 0;
-    loop {
-        let page = store.read_session(session_id, cursor, PAGE).await?;
-        let before = cursor;
-        for ev in &page.events {
-            cursor = row::advance(session_id, cursor, ev.position.session_sequence)?;
-        }
-        out.extend(page.events);
-        if page.next.is_none() {
-            return Ok(out);
-        }
-        row::advance(session_id, before, cursor)?;
+    let mut pages = crate::JournalPages::new(store, session_id, 0, PAGE);
+    while let Some(page) = pages.next().await? {
+        out.extend(page);
     }
+    Ok(out)
 }
 
 /// One page of a listing keyed by strings, checked to advance past `after`.
