@@ -83,14 +83,14 @@ impl SessionState {
                 (Some(run), Some(root)) => run == root && Some(run.as_str()) == top,
                 _ => true,
             };
+            if !shown {
+                continue;
+            }
             let text = match &m.redacted {
                 None => m.content.clone(),
                 Some(Some(shown)) => shown.clone(),
                 Some(None) => continue,
             };
-            if !shown {
-                continue;
-            }
             out.push(TranscriptMessage {
                 message_id: m.message_id.clone(),
                 role: m.role.clone(),
