@@ -270,18 +270,25 @@ const FAST_TYPES: [&str; 15] = [
     "reasoning.completed",
 ];
 
-/// `false` when the first `"type":` member of the bytes names a type this
-/// path does not parse, so such a record is declined before any parsing
-/// (a declined parse builds a serde error, and formatting its list of
-/// expected members cost more than the parse). Declining is always
-/// sound: the slow path decides. A `"type":` met first inside a nested
-/// value, or an escaped type, only means the record is parsed here and
-/// declined later if it is not a fast type.
+/// `false` when the record's `"type":` member names a type this path does
+/// not parse, so such a record is declined before any parsing (a declined
+/// parse builds a serde error, and formatting its list of expected members
+/// cost more than the parse). Declining is always sound: the slow path
+/// decides. When the record does not end with its `type` member, the first
+/// `"type":` is taken; one met first inside a nested value, or an escaped
+/// type, only means the record is parsed here and declined later if it is
+/// not of a fast type.
 fn may_be_fast(bytes: &[u8]) -> bool {
     const KEY: &[u8] = b"\"type\":";
-    // Producers that sort keys put `type` near the end: a SIMD search, not
-    // a compare at every offset (which cost more than the rest of the
-    // path), with its searcher built once.
+    // Producers that sort keys (serde_json's default, and this engine's
+    // records) put `type` last when no `usage`, `value`, `waitId` or
+    // `workflow…` member follows it: read from the end, that costs a few
+    // bytes where the search below reads the record up to it.
+    if let Some(name) = last_member_string(bytes, KEY) {
+        return FAST_TYPES.iter().any(|t| t.as_bytes() == name);
+    }
+    // A SIMD search, not a compare at every offset (which cost more than
+    // the rest of the path), with its searcher built once.
     static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(KEY));
     let Some(at) = FINDER.find(bytes) else {
@@ -298,6 +305,17 @@ fn may_be_fast(bytes: &[u8]) -> bool {
         Some(end) if value[end] == b'"' => FAST_TYPES.iter().any(|t| t.as_bytes() == &value[..end]),
         _ => true,
     }
+}
+
+/// The value of the object's last member when it is the member `key`
+/// (given with its quotes and colon) holding a string with no escape, as
+/// `…"type":"run.started"}` ends; `None` for any other ending.
+fn last_member_string<'a>(bytes: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let body = bytes.trim_ascii_end().strip_suffix(b"}")?;
+    let body = body.trim_ascii_end().strip_suffix(b"\"")?;
+    let open = memchr::memrchr(b'"', body)?;
+    let (head, value) = (&body[..open], &body[open + 1..]);
+    (head.ends_with(key) && !value.contains(&b'\\')).then_some(value)
 }
 
 impl Validator {
@@ -608,5 +626,50 @@ impl Flat<'_> {
             && self.role.is_none()
             && self.message_scope.is_none()
             && self.reasoning_id.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{last_member_string, may_be_fast};
+
+    #[test]
+    fn the_type_is_read_from_the_end_when_it_is_the_last_member() {
+        let key = br#""type":"#;
+        let tail = |s: &'static str| last_member_string(s.as_bytes(), key);
+        assert_eq!(
+            tail(r#"{"a":1,"type":"run.started"}"#),
+            Some(&b"run.started"[..])
+        );
+        assert_eq!(
+            tail(r#"{"a":1,"type":"run.started" } "#),
+            Some(&b"run.started"[..])
+        );
+        // Any other ending is left to the search.
+        assert_eq!(tail(r#"{"type":"run.started","z":1}"#), None);
+        assert_eq!(tail(r#"{"type": "run.started"}"#), None);
+        assert_eq!(tail(r#"{"type":"run\u002estarted"}"#), None);
+        assert_eq!(tail(r#"{"x":"\"type\":\"run.started"}"#), None);
+        assert_eq!(tail(r#"{"type":"run.started"]"#), None);
+    }
+
+    #[test]
+    fn a_record_is_declined_early_only_for_a_type_outside_the_fast_set() {
+        for (record, fast) in [
+            (r#"{"a":1,"type":"run.started"}"#, true),
+            (r#"{"a":1,"type":"run.paused"}"#, false),
+            (r#"{"type":"run.started","usage":{}}"#, true),
+            (r#"{"type":"run.paused","usage":{}}"#, false),
+            (r#"{"type": "run.started"}"#, true),
+            // Escaped or not a string: the parse decides.
+            (r#"{"type":"run\u002estarted"}"#, true),
+            (r#"{"type":7}"#, true),
+            // Not last: the first `"type":` is taken, nested or not.
+            (r#"{"type":"run.custom","value":{"type":"x"}}"#, true),
+            (r#"{"args":{"type":"x"},"type":"run.started","z":1}"#, false),
+            (r#"{"a":1}"#, false),
+        ] {
+            assert_eq!(may_be_fast(record.as_bytes()), fast, "{record}");
+        }
     }
 }
