@@ -291,10 +291,13 @@ enum Which {
 
 async fn run(command: Command) -> store_cmds::Outcome {
     // Only commands that write may create a store; reads open existing ones.
-    let open =
-        |url: String| async move { narad_stores::open(&url).await.map_err(|e| e.to_string()) };
+    let open = |url: String| async move {
+        narad_stores::open_with(&url, &store_cmds::open_options())
+            .await
+            .map_err(|e| e.to_string())
+    };
     let existing = |url: String| async move {
-        narad_stores::open_existing(&url)
+        narad_stores::open_existing_with(&url, &store_cmds::open_options())
             .await
             .map_err(|e| e.to_string())
     };

@@ -34,6 +34,10 @@ use narad_store::{
     plan_batch, row, Appended, Batch, Damage, Page, Plan, Scope, SideSpace, SideWrite, Store,
     StoreError, StoredEvent, StoredWatch, Subscription, View, WatchPage, WatchWrite,
 };
+mod open;
+mod options;
+pub use options::{RedbOptions, DEFAULT_CACHE_BYTES};
+
 use redb::{Database, ReadableDatabase, ReadableTable, Table, TableDefinition, WriteTransaction};
 
 /// (session, sessionSequence) → exact bytes.
@@ -151,121 +155,6 @@ fn space(s: SideSpace) -> u8 {
 }
 
 impl RedbStore {
-    /// Opens (or creates) the store file at `path`. A file written by a newer
-    /// layout is refused with [`StoreError::NewerSchema`].
-    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        Self::open_mode(path.as_ref(), true).await
-    }
-
-    /// Opens the store file at `path` only if it exists: a missing file is
-    /// [`StoreError::NotFound`] naming the path, and nothing is created.
-    /// For commands that only read.
-    pub async fn open_existing(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        Self::open_mode(path.as_ref(), false).await
-    }
-
-    async fn open_mode(path: &Path, create: bool) -> Result<Self, StoreError> {
-        let path = path.to_owned();
-        tokio::task::spawn_blocking(move || guarded(&path, || Self::open_blocking(&path, create)))
-            .await
-            .map_err(backend)?
-    }
-
-    /// Runs redb's own integrity check over the file at `path` (which no
-    /// store may hold open): `Ok(true)` when it passed, `Ok(false)` when it
-    /// failed and redb repaired the file, [`StoreError::Corrupt`] when it
-    /// could not be repaired, [`StoreError::NotFound`] when there is no file.
-    pub async fn check_integrity(path: impl AsRef<Path>) -> Result<bool, StoreError> {
-        let path = path.as_ref().to_owned();
-        tokio::task::spawn_blocking(move || {
-            guarded(&path, || {
-                if !path.exists() {
-                    return Err(StoreError::NotFound {
-                        path: path.display().to_string(),
-                    });
-                }
-                let mut db = redb::Builder::new()
-                    .set_check_integrity_on_open(true)
-                    .open(&path)
-                    .map_err(rerr)?;
-                db.check_integrity().map_err(rerr)
-            })
-        })
-        .await
-        .map_err(backend)?
-    }
-
-    /// Compacts the file at `path` with redb's `Database::compact`, giving
-    /// the pages of deleted records back to the file system. It needs the
-    /// file to itself: close every store open on it first.
-    pub async fn compact(path: impl AsRef<Path>) -> Result<(), StoreError> {
-        let path = path.as_ref().to_owned();
-        tokio::task::spawn_blocking(move || {
-            guarded(&path, || {
-                if !path.exists() {
-                    return Err(StoreError::NotFound {
-                        path: path.display().to_string(),
-                    });
-                }
-                let mut db = Database::open(&path).map_err(rerr)?;
-                // `compact` reports whether it moved anything; repeat
-                // until it has nothing left to move.
-                while db.compact().map_err(backend)? {}
-                Ok(())
-            })
-            .map_err(|e| e.at_path(&path))
-        })
-        .await
-        .map_err(backend)?
-    }
-
-    fn open_blocking(path: &Path, create: bool) -> Result<Self, StoreError> {
-        let db = if create {
-            Database::create(path)
-        } else if path.exists() {
-            Database::open(path)
-        } else {
-            return Err(StoreError::NotFound {
-                path: path.display().to_string(),
-            });
-        };
-        let db = Arc::new(db.map_err(rerr)?);
-        let tx = db.begin_write().map_err(rerr)?;
-        {
-            let mut meta = tx.open_table(META).map_err(rerr)?;
-            let found = meta
-                .get("schema_version")
-                .map_err(rerr)?
-                .map_or(0, |v| v.value());
-            if found > SCHEMA_VERSION {
-                return Err(StoreError::NewerSchema {
-                    found: u32::try_from(found).unwrap_or(u32::MAX),
-                    supported: SCHEMA_VERSION as u32,
-                });
-            }
-            for step in MIGRATIONS.iter().skip(found as usize) {
-                step(&tx).map_err(rerr)?;
-            }
-            if found != SCHEMA_VERSION {
-                meta.insert("schema_version", SCHEMA_VERSION)
-                    .map_err(rerr)?;
-            }
-        }
-        tx.commit().map_err(rerr)?;
-        let group = GroupCommit::start(
-            "narad-redb",
-            Writer {
-                db: Arc::clone(&db),
-                path: Arc::from(path),
-            },
-        )?;
-        Ok(Self {
-            db: Arc::new(std::sync::RwLock::new(Some(db))),
-            group: Arc::new(group),
-            path: Arc::from(path),
-        })
-    }
-
     /// How many batches the group commit has shared transactions between.
     pub fn commit_stats(&self) -> GroupStats {
         self.group.stats()

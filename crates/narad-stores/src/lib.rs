@@ -154,10 +154,51 @@ impl StoreUrl {
 /// # }
 /// ```
 pub async fn open(url: &str) -> Result<AnyStore, OpenError> {
+    open_with(url, &OpenOptions::default()).await
+}
+
+/// How [`open_with`] and [`open_existing_with`] open a store, beyond
+/// what its URL says. Options of a backend the URL does not name are
+/// ignored, so one set serves any URL.
+///
+/// ```
+/// let reader = narad_stores::OpenOptions::default().redb_cache_bytes(8 << 20);
+/// assert_eq!(reader.redb_cache(), Some(8 << 20));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    redb_cache_bytes: Option<usize>,
+}
+
+impl OpenOptions {
+    /// Caps a redb store's page cache at `bytes` (redb's default is a
+    /// ceiling of 1 GiB, which a one-shot reader of a large file fills
+    /// with every page it reads).
+    #[must_use]
+    pub fn redb_cache_bytes(mut self, bytes: usize) -> Self {
+        self.redb_cache_bytes = Some(bytes);
+        self
+    }
+
+    /// The redb page cache cap, when one is set.
+    pub fn redb_cache(&self) -> Option<usize> {
+        self.redb_cache_bytes
+    }
+
+    #[cfg(feature = "redb")]
+    fn redb(&self) -> narad_store_redb::RedbOptions {
+        let d = narad_store_redb::RedbOptions::default();
+        self.redb_cache_bytes.map_or(d, |b| d.cache_bytes(b))
+    }
+}
+
+/// [`open`] with `options`.
+#[allow(unused_variables)] // `options` holds only redb's when redb is left out
+pub async fn open_with(url: &str, options: &OpenOptions) -> Result<AnyStore, OpenError> {
     Ok(match StoreUrl::parse(url)? {
         #[cfg(feature = "redb")]
         StoreUrl::Redb(p) => AnyStore::Redb(
-            RedbStore::open(&p)
+            RedbStore::open_with(&p, options.redb())
                 .await
                 .map_err(|e| classify(Path::new(&p), "redb", e))?,
         ),
@@ -190,10 +231,23 @@ pub async fn open(url: &str) -> Result<AnyStore, OpenError> {
 /// # }
 /// ```
 pub async fn open_existing(url: &str) -> Result<AnyStore, OpenError> {
+    open_existing_with(url, &OpenOptions::default()).await
+}
+
+/// [`open_existing`] with `options`.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), narad_stores::OpenError> {
+/// let small = narad_stores::OpenOptions::default().redb_cache_bytes(8 << 20);
+/// let store = narad_stores::open_existing_with("redb:narad.redb", &small).await?;
+/// # Ok(()) }
+/// ```
+#[allow(unused_variables)] // `options` holds only redb's when redb is left out
+pub async fn open_existing_with(url: &str, options: &OpenOptions) -> Result<AnyStore, OpenError> {
     Ok(match StoreUrl::parse(url)? {
         #[cfg(feature = "redb")]
         StoreUrl::Redb(p) => AnyStore::Redb(
-            RedbStore::open_existing(&p)
+            RedbStore::open_existing_with(&p, options.redb())
                 .await
                 .map_err(|e| classify(Path::new(&p), "redb", e))?,
         ),
