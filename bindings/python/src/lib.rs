@@ -79,7 +79,8 @@ macro_rules! awaitable {
 #[pymethods]
 impl NativeEngine {
     #[staticmethod]
-    #[pyo3(signature = (url, principal = "local".to_owned(), clock = None, sequential_ids = false, rules = None, config = None))]
+    #[pyo3(signature = (url, principal = "local".to_owned(), clock = None, sequential_ids = false, rules = None, config = None, redb_cache_bytes = None))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn open<'py>(
         py: Python<'py>,
         url: String,
@@ -88,6 +89,7 @@ impl NativeEngine {
         sequential_ids: bool,
         rules: Option<PyRef<'py, host::NativeRules>>,
         config: Option<protocol::ConfigArgs>,
+        redb_cache_bytes: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let mut h = Host::default();
         if let Some(c) = config {
@@ -103,7 +105,11 @@ impl NativeEngine {
             h.auth = Some(r.rules.clone());
         }
         spawn(py, async move {
-            let engine = protocol::open(&url, h).await?;
+            let mut options = narad_stores::OpenOptions::default();
+            if let Some(b) = redb_cache_bytes {
+                options = options.redb_cache_bytes(b);
+            }
+            let engine = protocol::open(&url, &options, h).await?;
             Ok::<_, EngineError>(NativeEngine {
                 engine: Arc::new(Mutex::new(Some(engine))),
                 principal: Principal::new(principal),

@@ -68,8 +68,12 @@ pub fn config(a: ConfigArgs) -> Result<EngineConfig, EngineError> {
 }
 
 /// Opens (or creates) the store a URL names and an engine over it.
-pub async fn open(url: &str, host: Host) -> Result<Eng, EngineError> {
-    let store = narad_stores::open(url)
+pub async fn open(
+    url: &str,
+    options: &narad_stores::OpenOptions,
+    host: Host,
+) -> Result<Eng, EngineError> {
+    let store = narad_stores::open_with(url, options)
         .await
         .map_err(narad_store::StoreError::from)?;
     Ok(Engine::with_host(

@@ -90,3 +90,29 @@ async def test_a_waiting_follower_never_blocks_the_event_loop(url):
     await asyncio.sleep(0.01)
     pending.cancel()
     await e.close()
+
+
+async def test_a_capped_page_cache_reads_what_the_default_wrote(url):
+    """``redb_cache_bytes`` caps a redb store's page cache (SQLite ignores
+    it): the journal a default engine wrote reads back whole through a
+    1 MiB cache, and a cap that is not a size is refused before opening."""
+    e = await narad.Engine.open(url)
+    sid = await e.create_session()
+    for i in range(200):
+        await e.message(sid, f"m{i} " + "x" * 2000)
+    await e.close()
+    del e
+
+    e = await narad.Engine.open(url, redb_cache_bytes=1 << 20)
+    page = await e.history(sid, limit=1000)
+    assert [i.session_sequence for i in page.events] == list(range(1, 201))
+    assert [m.content.split(" ")[0] for m in (await e.state(sid)).transcript] == [f"m{i}" for i in range(200)]
+    await e.message(sid, "after")
+    await e.close()
+    for bad in (-1, "64MiB"):
+        try:
+            await narad.Engine.open(url, redb_cache_bytes=bad)
+        except (OverflowError, TypeError):
+            pass
+        else:
+            raise AssertionError(f"redb_cache_bytes={bad!r} was accepted")

@@ -236,7 +236,8 @@ class Engine(_LifecycleMixin, _RecordsMixin):
     @classmethod
     async def open(cls, url: str, *, principal: str = "local", clock: Optional[ManualClock] = None,
                    sequential_ids: bool = False, authorizer: Optional[Authorizer] = None,
-                   config: Optional[EngineConfig] = None) -> "Engine":
+                   config: Optional[EngineConfig] = None,
+                   redb_cache_bytes: Optional[int] = None) -> "Engine":
         """Opens (or creates) the store ``url`` names.
 
         ``principal`` is who this handle acts as (see :meth:`as_principal`).
@@ -246,10 +247,14 @@ class Engine(_LifecycleMixin, _RecordsMixin):
         no rule allows; the default allows everything but trace and debug.
         ``config`` (an :class:`EngineConfig`) sets cache size, history page
         limit, snapshot interval, retries and client lease/token times.
+        ``redb_cache_bytes`` caps a ``redb:`` store's page cache (redb's
+        default is a ceiling of 1 GiB, filled by every page read); other
+        stores ignore it.
         """
         native = await _native.NativeEngine.open(
             url, principal, None if clock is None else clock._native, sequential_ids,
-            None if authorizer is None else authorizer._native, None if config is None else config._args())
+            None if authorizer is None else authorizer._native, None if config is None else config._args(),
+            redb_cache_bytes)
         return cls(native)
 
     def as_principal(self, principal: str) -> "Engine":
