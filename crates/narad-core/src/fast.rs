@@ -324,6 +324,21 @@ impl Validator {
     /// the differential test only.
     #[doc(hidden)]
     pub fn parse_fast(&self, bytes: &Bytes) -> Option<Parsed> {
+        Some(self.fast_parts(bytes)?.into_parsed(bytes.clone()))
+    }
+
+    /// [`Validator::parse_fast`] taking the record's bytes: they become its
+    /// wire bytes as they are (a clone of a `Bytes` made from a vector
+    /// allocates), or come back when the path declines.
+    pub(crate) fn parse_fast_owned(&self, bytes: Bytes) -> Result<Parsed, Bytes> {
+        match self.fast_parts(&bytes) {
+            Some(parts) => Ok(parts.into_parsed(bytes)),
+            None => Err(bytes),
+        }
+    }
+
+    /// The record the fast path reads from `bytes`, short of its wire bytes.
+    fn fast_parts(&self, bytes: &Bytes) -> Option<FastParts> {
         let limits = self.config().limits;
         // No string (unescaped, or key) is longer than the record, so the
         // string bound holds; the record itself is depth 1.
@@ -561,14 +576,33 @@ impl Validator {
             parent_tool_call_id: f.parent_tool_call_id,
             node_id: None,
         };
-        Some(Parsed::Record {
-            record: Record::Authority(AuthorityEvent {
-                envelope,
-                payload,
-                wire: Wire::lazy(bytes.clone(), fp),
-            }),
+        Some(FastParts {
+            envelope,
+            payload,
+            fp,
             class,
         })
+    }
+}
+
+/// What [`Validator::fast_parts`] read: a record but for its wire bytes.
+struct FastParts {
+    envelope: AuthorityEnvelope,
+    payload: P,
+    fp: u64,
+    class: RecordClass,
+}
+
+impl FastParts {
+    fn into_parsed(self, bytes: Bytes) -> Parsed {
+        Parsed::Record {
+            record: Record::Authority(AuthorityEvent {
+                envelope: self.envelope,
+                payload: self.payload,
+                wire: Wire::lazy(bytes, self.fp),
+            }),
+            class: self.class,
+        }
     }
 }
 

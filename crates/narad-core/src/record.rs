@@ -160,10 +160,10 @@ impl Validator {
         if bytes.len() > self.config().limits.max_record_bytes {
             return Err(too_large(self));
         }
-        if let Some(parsed) = self.parse_fast(&bytes) {
-            return Ok(parsed);
+        match self.parse_fast_owned(bytes) {
+            Ok(parsed) => Ok(parsed),
+            Err(bytes) => self.parse_slow(bytes),
         }
-        self.parse_slow(bytes)
     }
 
     /// The strict slow path alone: a `Value` of the whole record, validated
