@@ -548,10 +548,15 @@ impl Checker {
     fn ignored(&mut self, ev: &IgnoredAuthority) -> R<Applied> {
         let env = &ev.envelope;
         let is_new_session = !self.sessions.contains_key(env.session_id.as_str());
-        let s = self
-            .sessions
-            .entry(env.session_id.as_str().into())
-            .or_default();
+        // A lookup first: `entry` takes an owned key, which allocated a
+        // copy of the id for every record of a known session.
+        let s = match self.sessions.get_mut(env.session_id.as_str()) {
+            Some(s) => s,
+            None => self
+                .sessions
+                .entry(env.session_id.as_str().into())
+                .or_default(),
+        };
         let result = s.ignored(env, fingerprint(&ev.wire));
         if result.is_ok() && !self.full_history {
             s.retire(None, None, env.root_run_id.as_deref());
@@ -564,10 +569,15 @@ impl Checker {
 
     fn authority_in(&mut self, ev: &AuthorityEvent) -> R<Applied> {
         let env = &ev.envelope;
-        let s = self
-            .sessions
-            .entry(env.session_id.as_str().into())
-            .or_default();
+        // A lookup first: `entry` takes an owned key, which allocated a
+        // copy of the id for every record of a known session.
+        let s = match self.sessions.get_mut(env.session_id.as_str()) {
+            Some(s) => s,
+            None => self
+                .sessions
+                .entry(env.session_id.as_str().into())
+                .or_default(),
+        };
         let fp = fingerprint(&ev.wire);
         if let Some(dup) = dedup(&s.seen, &env.event_id, fp)? {
             return Ok(dup);
