@@ -19,7 +19,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench code
 
 use narad_core::checker::Checker;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -29,119 +29,16 @@ use std::time::{Duration, Instant};
 const SESSION: &str = "session-bench";
 const DEFAULT_SIZES: [usize; 3] = [10_000, 100_000, 1_000_000];
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Corpus {
-    /// The reduce bench's steady-state session: back-to-back top-level
-    /// runs of 8 events (started, tool call, progress, three run.custom
-    /// token counters, tool finish, finished).
-    Steady,
-    /// A chat: per turn a user message, then a run with streamed
-    /// reasoning, a tool call, streamed assistant text, and on every
-    /// fourth turn an approval interrupt (requested, paused, resolved,
-    /// resumed).
-    Conversation,
-}
-
-impl Corpus {
-    fn name(self) -> &'static str {
-        match self {
-            Corpus::Steady => "steady",
-            Corpus::Conversation => "conversation",
-        }
-    }
-}
-
-/// The envelope of event `seq` of the session; with `run`, of that root
-/// run at run-tree `sequence`.
-fn envelope(seq: u64, run: Option<(&str, u64)>) -> Value {
-    let mut m = json!({
-        "protocolVersion": "narad/v1", "eventId": format!("evt-{seq}"),
-        "timestamp": "2026-08-05T00:00:01.250Z", "sessionId": SESSION,
-        "sessionSequence": seq,
-    });
-    if let Some((root, sequence)) = run {
-        let o = m.as_object_mut().unwrap();
-        o.insert("rootRunId".into(), json!(root));
-        o.insert("runId".into(), json!(root));
-        o.insert("sequence".into(), json!(sequence));
-    }
-    m
-}
-
-/// The bodies of turn `turn`, each with whether it belongs to the run.
-fn turn(corpus: Corpus, turn: u64) -> Vec<(bool, Value)> {
-    let tool = format!("tool-{turn}");
-    match corpus {
-        Corpus::Steady => vec![
-            json!({"type": "run.started"}),
-            json!({"type": "tool.call.started", "toolCallId": tool, "toolName": "search", "executor": "backend", "args": {"query": "narad", "limit": 10}}),
-            json!({"type": "progress.recorded", "progressId": "phase", "category": "phase", "label": "Searching", "status": "active", "privacy": "public"}),
-            json!({"type": "run.custom", "name": "acme.tokens", "value": {"n": 17}}),
-            json!({"type": "run.custom", "name": "acme.tokens", "value": {"n": 18}}),
-            json!({"type": "run.custom", "name": "acme.tokens", "value": {"n": 19}}),
-            json!({"type": "tool.call.finished", "toolCallId": tool, "outcome": "success", "response": {"hits": [{"title": "Narad", "score": 0.9}]}}),
-            json!({"type": "run.finished", "usage": {"promptTokens": 120, "completionTokens": 40, "totalTokens": 160}}),
-        ]
-        .into_iter()
-        .map(|b| (true, b))
-        .collect(),
-        Corpus::Conversation => {
-            let (user, assistant) = (format!("user-{turn}"), format!("assistant-{turn}"));
-            let reasoning = format!("reasoning:{assistant}");
-            let mut v = vec![
-                (false, json!({"type": "message.user.recorded", "messageId": user, "messageScope": "session", "content": "Find the three most cited papers on journal checkers and summarize them."})),
-                (true, json!({"type": "run.started"})),
-                (true, json!({"type": "reasoning.started", "reasoningId": reasoning, "messageId": assistant})),
-            ];
-            for d in ["The user wants papers; ", "search first, ", "then rank by citations ", "and summarize."] {
-                v.push((true, json!({"type": "reasoning.delta", "reasoningId": reasoning, "messageId": assistant, "delta": d})));
-            }
-            v.push((true, json!({"type": "reasoning.completed", "reasoningId": reasoning, "messageId": assistant})));
-            v.push((true, json!({"type": "tool.call.started", "toolCallId": tool, "toolName": "search", "executor": "backend", "args": {"query": "journal checker", "limit": 3}})));
-            v.push((true, json!({"type": "tool.call.finished", "toolCallId": tool, "outcome": "success", "response": {"hits": [{"title": "Narad", "score": 0.9}, {"title": "Logs", "score": 0.7}]}})));
-            if turn % 4 == 0 {
-                let (interrupt, wait) = (format!("approve-{turn}"), format!("wait-{turn}"));
-                v.push((true, json!({"type": "interrupt.requested", "interruptId": interrupt, "waitId": wait, "kind": "acme.approval", "actions": ["approve", "deny"], "title": "Send the summary?"})));
-                v.push((true, json!({"type": "run.paused", "waitId": wait, "reason": "acme.approval", "resumeMode": "command", "interruptId": interrupt})));
-                v.push((true, json!({"type": "interrupt.resolved", "interruptId": interrupt, "waitId": wait, "decision": "approve"})));
-                v.push((true, json!({"type": "run.resumed", "waitId": wait})));
-            }
-            v.push((true, json!({"type": "message.text.started", "messageId": assistant, "role": "assistant", "messageScope": "run"})));
-            for d in ["Here are ", "the three ", "most cited ", "papers: ", "first, ", "second, ", "and third; ", "each checks journals."] {
-                v.push((true, json!({"type": "message.text.delta", "messageId": assistant, "delta": d})));
-            }
-            v.push((true, json!({"type": "message.text.completed", "messageId": assistant})));
-            v.push((true, json!({"type": "run.finished", "usage": {"promptTokens": 420, "completionTokens": 96, "totalTokens": 516}})));
-            v
-        }
-    }
-}
+#[path = "shared/corpus.rs"]
+mod corpus;
+use corpus::Corpus;
 
 /// Writes `n` events of `corpus` to `path`, streamed.
 fn write_corpus(corpus: Corpus, n: usize, path: &Path) {
     let mut out = BufWriter::new(File::create(path).unwrap());
-    let (mut written, mut seq, mut t) = (0usize, 0u64, 0u64);
-    while written < n {
-        t += 1;
-        let root = format!("run-{t}");
-        let mut sequence = 0;
-        for (in_run, body) in turn(corpus, t) {
-            if written == n {
-                break;
-            }
-            seq += 1;
-            let run = in_run.then(|| {
-                sequence += 1;
-                (root.as_str(), sequence)
-            });
-            let mut m = envelope(seq, run);
-            m.as_object_mut()
-                .unwrap()
-                .extend(body.as_object().cloned().unwrap());
-            serde_json::to_writer(&mut out, &m).unwrap();
-            out.write_all(b"\n").unwrap();
-            written += 1;
-        }
+    for m in corpus::records(corpus, SESSION, 1).take(n) {
+        serde_json::to_writer(&mut out, &m).unwrap();
+        out.write_all(b"\n").unwrap();
     }
     out.flush().unwrap();
 }

@@ -5,13 +5,19 @@
 //!   call, progress, three custom events, the tool's finish, run
 //!   finished). It holds no transcript text and no documents, so the
 //!   snapshot is the reducer's own state;
-//! - `messages`: user messages only, so the snapshot is mostly transcript.
+//! - `messages`: user messages only, so the snapshot is mostly transcript;
+//! - `conversation`: the reduce bench's chat (narad-core's
+//!   `benches/shared/corpus.rs`): per turn a user message, then a run with
+//!   streamed reasoning, a tool call, streamed assistant text and, every
+//!   fourth turn, an approval interrupt. About 21 events a turn, so 1M
+//!   events hold about 95k messages and 48k reasoning streams.
 //!
 //! Each session is written straight to the store in batches; then a fresh
 //! engine replays it in full, writes a snapshot, and another fresh engine
 //! hydrates from that snapshot, five times (a fresh engine each time; the
 //! median and the fastest are printed). Figures only; nothing is asserted.
-//! `NARAD_BENCH_SIZES=1000000` and `NARAD_BENCH_CORPUS=runs` narrow a run;
+//! `NARAD_BENCH_SIZES=1000000` and `NARAD_BENCH_CORPUS=runs` (or
+//! `messages`, `conversation`) narrow a run;
 //! `NARAD_BENCH_HYDRATES=30` takes more cold hydrates (to profile them).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench code
@@ -68,11 +74,17 @@ fn message_event(sid: &str, seq: u64) -> StoredEvent {
     StoredEvent::from_stored_bytes(&bytes).unwrap()
 }
 
+// The hydrate bench takes only the conversation of the shared corpora.
+#[allow(dead_code)]
+#[path = "../../narad-core/benches/shared/corpus.rs"]
+mod corpus;
+
 /// Which session a size is measured on.
 #[derive(Clone, Copy)]
 enum Corpus {
     Runs,
     Messages,
+    Conversation,
 }
 
 impl Corpus {
@@ -80,14 +92,22 @@ impl Corpus {
         match self {
             Self::Runs => "runs",
             Self::Messages => "messages",
+            Self::Conversation => "conversation",
         }
     }
 
-    /// The event at session position `seq`, the `i`-th (from 0) of the corpus.
-    fn event(self, sid: &str, seq: u64, i: u64) -> StoredEvent {
+    /// The events of the corpus from session position `first` on.
+    fn events(self, sid: &str, first: u64) -> Box<dyn Iterator<Item = StoredEvent> + '_> {
         match self {
-            Self::Runs => run_event(sid, seq, i / 8 + 1, i % 8 + 1),
-            Self::Messages => message_event(sid, seq),
+            Self::Runs => {
+                Box::new((0..).map(move |i| run_event(sid, first + i, i / 8 + 1, i % 8 + 1)))
+            }
+            Self::Messages => Box::new((0..).map(move |i| message_event(sid, first + i))),
+            Self::Conversation => Box::new(
+                corpus::records(corpus::Corpus::Conversation, sid, first).map(|m| {
+                    StoredEvent::from_stored_bytes(&serde_json::to_vec(&m).unwrap()).unwrap()
+                }),
+            ),
         }
     }
 }
@@ -112,9 +132,11 @@ async fn one_size(dir: &Path, corpus: Corpus, n: u64) {
     let sid = e.create_session(&me, NewSession::default()).await.unwrap();
     let mut head = e.capabilities(&me, &sid).await.unwrap().session_sequence;
     let base = head;
+    let mut events = corpus.events(&sid, base + 1);
     while head < base + n {
-        let evs: Vec<_> = (head + 1..=(head + 2000).min(base + n))
-            .map(|q| corpus.event(&sid, q, q - base - 1))
+        let evs: Vec<_> = events
+            .by_ref()
+            .take((base + n - head).min(2000) as usize)
             .collect();
         head = e
             .store()
@@ -193,7 +215,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    for corpus in [Corpus::Runs, Corpus::Messages] {
+    for corpus in [Corpus::Runs, Corpus::Messages, Corpus::Conversation] {
         if only.as_deref().is_some_and(|c| c != corpus.name()) {
             continue;
         }
