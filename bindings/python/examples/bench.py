@@ -2,16 +2,21 @@
 engine and store, in one run.
 
     python examples/bench.py [--turns-1 N] [--turns-64 N] [--rounds R]
+                             [--slice-1 N] [--slice-64 N]
                              [--backends redb,sqlite] [--dir DIR]
 
 Each turn is 8 commands (message, start_run, start/finish tool call,
 streamed text started/delta/completed, end_run). The Python side runs the
 turns through the public ``narad.Engine`` as asyncio tasks; the Rust side
 runs the identical turns through the engine's typed API as tokio tasks
-(``NativeEngine._bench_rust``), without Python in the loop. Rounds
-alternate the two sides, and which side goes first alternates too, so a
-change in machine load hits both. Every round is printed; the summary is
-the median of each side and the median of the per-round ratios (no best-of).
+(``NativeEngine._bench_rust``), without Python in the loop. Within a
+round the two sides take turns in short slices (``--slice-1`` and
+``--slice-64`` turns each, on fresh sessions), and which side goes first
+alternates, so a slow spell of the disk (an fsync can take several times
+its usual time for a second) hits both sides alike; a side's rate in a
+round is its commands over the time of all its slices. Every round is
+printed; the summary is the median of each side and the median of the
+per-round ratios (no best-of).
 
 After each 1-session row, a breakdown of the Python side's time per
 command, from the bridge's counters (``_native._bridge_stats``): the
@@ -43,6 +48,7 @@ async def turn(e: narad.Engine, sid: str) -> None:
 
 
 async def python_side(e: narad.Engine, sessions: int, turns: int) -> float:
+    """Seconds for ``turns`` turns on each of ``sessions`` fresh sessions."""
     sids = [await e.create_session() for _ in range(sessions)]
 
     async def one(sid: str) -> None:
@@ -51,12 +57,19 @@ async def python_side(e: narad.Engine, sessions: int, turns: int) -> float:
 
     t0 = time.perf_counter()
     await asyncio.gather(*(one(s) for s in sids))
-    return COMMANDS_PER_TURN * sessions * turns / (time.perf_counter() - t0)
+    return time.perf_counter() - t0
 
 
 async def rust_side(e: narad.Engine, sessions: int, turns: int) -> float:
-    commands, secs = await e._native._bench_rust(sessions, turns)
-    return commands / secs
+    """The same, from Rust."""
+    _, secs = await e._native._bench_rust(sessions, turns)
+    return secs
+
+
+def slices(turns: int, size: int) -> list:
+    """``turns`` cut into slices of at most ``size``."""
+    size = max(1, size)
+    return [min(size, turns - i) for i in range(0, turns, size)]
 
 
 def stats() -> list:
@@ -73,18 +86,25 @@ def breakdown(label: str, spent: list, commands: int, secs: float, rust_rate: fl
           f" + python/asyncio {wall - inline - store - hop - loop:.0f}; rust {1e6 / rust_rate:.0f}", flush=True)
 
 
-async def measure(e: narad.Engine, sessions: int, turns: int, rounds: int, label: str) -> float:
+async def measure(e: narad.Engine, sessions: int, turns: int, rounds: int, slice_turns: int,
+                  label: str) -> float:
     rust, py = [], []
     spent, py_secs = [0] * 10, 0.0
     for r in range(rounds):
-        if r % 2 == 0:
-            rust.append(await rust_side(e, sessions, turns))
-        before = stats()
-        py.append(await python_side(e, sessions, turns))
-        spent = [s + b - a for s, a, b in zip(spent, before, stats())]
-        py_secs += COMMANDS_PER_TURN * sessions * turns / py[-1]
-        if r % 2 == 1:
-            rust.append(await rust_side(e, sessions, turns))
+        rust_secs = python_secs = 0.0
+        for i, k in enumerate(slices(turns, slice_turns)):
+            python_first = (r + i) % 2 == 0
+            if not python_first:
+                rust_secs += await rust_side(e, sessions, k)
+            before = stats()
+            python_secs += await python_side(e, sessions, k)
+            spent = [s + b - a for s, a, b in zip(spent, before, stats())]
+            if python_first:
+                rust_secs += await rust_side(e, sessions, k)
+        commands = COMMANDS_PER_TURN * sessions * turns
+        py.append(commands / python_secs)
+        rust.append(commands / rust_secs)
+        py_secs += python_secs
         print(f"  {label:8} {sessions:>3} sessions round {r + 1}: rust {rust[-1]:8.0f}  python {py[-1]:8.0f}"
               f"  ratio {py[-1] / rust[-1]:5.2f}", flush=True)
     ratios = [p / q for p, q in zip(py, rust)]
@@ -101,6 +121,8 @@ async def main() -> None:
     ap.add_argument("--turns-1", type=int, default=150, help="turns per round at 1 session")
     ap.add_argument("--turns-64", type=int, default=6, help="turns per session per round at 64 sessions")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--slice-1", type=int, default=20, help="turns per slice at 1 session")
+    ap.add_argument("--slice-64", type=int, default=3, help="turns per session per slice at 64 sessions")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--backends", default="redb,sqlite")
     a = ap.parse_args()
@@ -108,7 +130,8 @@ async def main() -> None:
     inline = os.environ.get("NARAD_INLINE_LIMIT", "default")
     loop_wake = os.environ.get("NARAD_LOOP_WAKE", "default")
     print(f"NARAD_INLINE_LIMIT={inline} NARAD_LOOP_WAKE={loop_wake}; {a.rounds} interleaved rounds per row; "
-          f"{a.turns_1} turns at 1 session, {a.turns_64} turns x 64 sessions; 8 commands per turn")
+          f"{a.turns_1} turns at 1 session, {a.turns_64} turns x 64 sessions, in alternating slices of "
+          f"{a.slice_1} and {a.slice_64} turns; 8 commands per turn")
     print(f"{'store':8} {'sessions':>8} {'rust cmd/s':>11} {'python cmd/s':>13} {'median ratio':>13}"
           "  (medians; per-round python/rust ratios)")
     t0 = time.perf_counter()
@@ -117,8 +140,8 @@ async def main() -> None:
         e = await narad.Engine.open(url)
         await python_side(e, 4, 3)  # warm up both sides (caches, threads)
         await rust_side(e, 4, 3)
-        for sessions, turns in ((1, a.turns_1), (64, a.turns_64)):
-            await measure(e, sessions, turns, a.rounds, backend)
+        for sessions, turns, size in ((1, a.turns_1, a.slice_1), (64, a.turns_64, a.slice_64)):
+            await measure(e, sessions, turns, a.rounds, size, backend)
         await e.close()
     print(f"total {time.perf_counter() - t0:.1f}s")
 
