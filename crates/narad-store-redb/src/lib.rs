@@ -11,8 +11,9 @@
 //! in redb read transactions, concurrently with the writer.
 //!
 //! Layout versions: 1 (events, id, head, run and workflow indexes, side
-//! records) and 2 (adds the workspace watch stream). Opening a version-1
-//! file migrates it to 2 in one transaction.
+//! records), 2 (adds the workspace watch stream) and 3 (side values of
+//! 1 MiB or more in chunks: `side.rs`). Opening an older file migrates it
+//! to 3 in one transaction; its rows stay as they are and read as before.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), narad_store::StoreError> {
@@ -36,7 +37,9 @@ use narad_store::{
 };
 mod open;
 mod options;
+mod side;
 pub use options::{RedbOptions, DEFAULT_CACHE_BYTES};
+use side::{SideTables, SIDE, SIDE_CHUNKS, SIDE_LARGE};
 
 use redb::{Database, ReadableDatabase, ReadableTable, Table, TableDefinition, WriteTransaction};
 
@@ -50,9 +53,7 @@ const HEADS: TableDefinition<&str, u64> = TableDefinition::new("heads");
 const RUNS: TableDefinition<(&str, &str, u64), u64> = TableDefinition::new("run_index");
 /// (session, workflowId, workflowSequence) → sessionSequence.
 const WORKFLOWS: TableDefinition<(&str, &str, u64), u64> = TableDefinition::new("workflow_index");
-/// (space, key) → value.
-const SIDE: TableDefinition<(u8, &str), &[u8]> = TableDefinition::new("side");
-
+/// Side records: `side.rs` (`side`, `side_large`, `side_chunks`, layout 3).
 /// (workspace, revision) → exact watch bytes (layout 2).
 const WATCH: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("watch");
 /// (workspace, eventId) → revision (layout 2).
@@ -64,6 +65,16 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// of MiB) are handed out as redb read them, without a copy; smaller ones
 /// are copied, so that holding one never holds a read transaction open.
 const SHARED_SIDE_VALUE: usize = 1 << 20;
+
+/// A side row's bytes: copied when small, held as redb read them when
+/// large (a layout 2 file's snapshot row; layout 3 chunks such values).
+fn side_bytes(v: redb::OwnedAccessGuard<&'static [u8]>) -> Bytes {
+    if v.value().len() < SHARED_SIDE_VALUE {
+        Bytes::copy_from_slice(v.value())
+    } else {
+        Bytes::from_owner(Held(v))
+    }
+}
 
 /// A side value as redb read it. It keeps its read transaction open until
 /// dropped, which holds back the reuse of pages freed after it began: the
@@ -77,14 +88,14 @@ impl AsRef<[u8]> for Held {
 }
 
 /// The on-disk layout version this build writes and reads.
-pub const SCHEMA_VERSION: u64 = 2;
+pub const SCHEMA_VERSION: u64 = 3;
 
 /// One forward step of the layout, inside the open transaction.
 type Migration = fn(&WriteTransaction) -> Result<(), redb::TableError>;
 
 /// Forward migrations: step `i` takes a file from layout `i` to `i + 1`.
 /// A fresh file is layout 0 and runs them all.
-const MIGRATIONS: [Migration; 2] = [
+const MIGRATIONS: [Migration; 3] = [
     |tx| {
         tx.open_table(EVENTS)?;
         tx.open_table(IDS)?;
@@ -97,6 +108,11 @@ const MIGRATIONS: [Migration; 2] = [
     |tx| {
         tx.open_table(WATCH)?;
         tx.open_table(WATCH_IDS)?;
+        Ok(())
+    },
+    |tx| {
+        tx.open_table(SIDE_LARGE)?;
+        tx.open_table(SIDE_CHUNKS)?;
         Ok(())
     },
 ];
@@ -191,7 +207,7 @@ struct Tables<'t> {
     heads: Table<'t, &'static str, u64>,
     runs: Table<'t, (&'static str, &'static str, u64), u64>,
     wfs: Table<'t, (&'static str, &'static str, u64), u64>,
-    side: Table<'t, (u8, &'static str), &'static [u8]>,
+    side: SideTables<'t>,
     watch: Table<'t, (&'static str, u64), &'static [u8]>,
     watch_ids: Table<'t, (&'static str, &'static str), u64>,
 }
@@ -204,7 +220,7 @@ impl<'t> Tables<'t> {
             heads: tx.open_table(HEADS).map_err(rerr)?,
             runs: tx.open_table(RUNS).map_err(rerr)?,
             wfs: tx.open_table(WORKFLOWS).map_err(rerr)?,
-            side: tx.open_table(SIDE).map_err(rerr)?,
+            side: SideTables::open(tx)?,
             watch: tx.open_table(WATCH).map_err(rerr)?,
             watch_ids: tx.open_table(WATCH_IDS).map_err(rerr)?,
         })
@@ -257,12 +273,8 @@ impl<'t> Tables<'t> {
                 .map_err(rerr)?;
         }
         for w in &batch.side {
-            let key = (space(w.space), w.key.as_str());
-            match &w.value {
-                Some(v) => self.side.insert(key, v.as_ref()).map(|_| ()),
-                None => self.side.remove(key).map(|_| ()),
-            }
-            .map_err(rerr)?;
+            self.side
+                .put((space(w.space), w.key.as_str()), w.value.as_deref())?;
         }
         if !fresh.is_empty() {
             self.heads.insert(sid, appended.head).map_err(rerr)?;
@@ -340,11 +352,7 @@ impl View for Tables<'_> {
     }
 
     fn side(&mut self, w: &SideWrite) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self
-            .side
-            .get((space(w.space), w.key.as_str()))
-            .map_err(rerr)?
-            .map(|v| v.value().to_vec()))
+        self.side.get((space(w.space), w.key.as_str()))
     }
 
     fn watch(&mut self, w: &WatchWrite) -> Result<Option<bool>, StoreError> {
@@ -580,18 +588,7 @@ impl Store for RedbStore {
         let key = key.to_owned();
         self.blocking(move |db| {
             let tx = db.begin_read().map_err(rerr)?;
-            let side = tx.open_table(SIDE).map_err(rerr)?;
-            let Some(v) = side
-                .get_owned((space(space_), key.as_str()))
-                .map_err(rerr)?
-            else {
-                return Ok(None);
-            };
-            Ok(Some(if v.value().len() < SHARED_SIDE_VALUE {
-                Bytes::copy_from_slice(v.value())
-            } else {
-                Bytes::from_owner(Held(v))
-            }))
+            side::read(&tx, (space(space_), key.as_str()))
         })
         .await
     }
@@ -606,24 +603,7 @@ impl Store for RedbStore {
         let id = space(space_);
         self.blocking(move |db| {
             let tx = db.begin_read().map_err(rerr)?;
-            let side = tx.open_table(SIDE).map_err(rerr)?;
-            let from = match after.as_deref() {
-                Some(a) => std::ops::Bound::Excluded((id, a)),
-                None => std::ops::Bound::Included((id, "")),
-            };
-            let to = match id.checked_add(1) {
-                Some(next) => std::ops::Bound::Excluded((next, "")),
-                None => std::ops::Bound::Unbounded,
-            };
-            let mut out = Vec::new();
-            for item in side.range::<(u8, &str)>((from, to)).map_err(rerr)? {
-                if out.len() == limit {
-                    break;
-                }
-                let (k, v) = item.map_err(rerr)?;
-                out.push((k.value().1.to_owned(), Bytes::copy_from_slice(v.value())));
-            }
-            Ok(out)
+            side::list(&tx, id, after.as_deref(), limit)
         })
         .await
     }

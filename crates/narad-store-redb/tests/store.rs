@@ -73,7 +73,10 @@ async fn a_layout_1_file_migrates_forward_with_history_intact() {
         let meta = tx
             .open_table(redb::TableDefinition::<&str, u64>::new("meta"))
             .unwrap();
-        assert_eq!(meta.get("schema_version").unwrap().unwrap().value(), 2);
+        assert_eq!(
+            meta.get("schema_version").unwrap().unwrap().value(),
+            SCHEMA_VERSION
+        );
     }
 }
 
@@ -97,10 +100,9 @@ impl narad_store::damage::Tamper for RedbTamper {
 
 narad_store::damage_suite!(RedbStore::open, RedbTamper);
 
-/// A side value of a MiB or more (a long session's reducer snapshot) is
-/// handed out as redb read it, without a copy: it reads back exactly, stays
-/// intact while later batches rewrite it, and holding it past `close`
-/// neither blocks the close nor a reopen of the file.
+/// A side value of a MiB or more (a long session's reducer snapshot) reads
+/// back exactly, stays intact while later batches rewrite it, and holding
+/// it past `close` neither blocks the close nor a reopen of the file.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_side_value_reads_back_exactly_and_outlives_later_writes() {
     use narad_store::{Expect, SideSpace, SideWrite};

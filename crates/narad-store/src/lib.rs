@@ -608,6 +608,8 @@ pub mod suite_history;
 pub mod suite_lifecycle;
 #[cfg(feature = "test-suite")]
 pub mod suite_listing;
+#[cfg(feature = "test-suite")]
+pub mod suite_side;
 
 pub use group::{Commit, Notice, Subscription};
 pub use history::HistoryQuery;
