@@ -247,6 +247,20 @@ pub struct Checker {
 
 pub(crate) type R<T = ()> = Result<T, (&'static str, &'static str, String)>;
 
+/// The session `$sid` of `$sessions`, created empty when absent. Looked up
+/// first: `entry` takes an owned key, which allocated a copy of the id for
+/// every record of a known session. A macro, because a function returning
+/// the lookup's borrow is refused by the borrow checker (it cannot see
+/// that the map is free again when the lookup found nothing).
+macro_rules! session_mut {
+    ($sessions:expr, $sid:expr) => {
+        match $sessions.get_mut($sid) {
+            Some(s) => s,
+            None => $sessions.entry($sid.into()).or_default(),
+        }
+    };
+}
+
 pub(crate) fn fail<T>(
     code: &'static str,
     section: &'static str,
@@ -548,15 +562,7 @@ impl Checker {
     fn ignored(&mut self, ev: &IgnoredAuthority) -> R<Applied> {
         let env = &ev.envelope;
         let is_new_session = !self.sessions.contains_key(env.session_id.as_str());
-        // A lookup first: `entry` takes an owned key, which allocated a
-        // copy of the id for every record of a known session.
-        let s = match self.sessions.get_mut(env.session_id.as_str()) {
-            Some(s) => s,
-            None => self
-                .sessions
-                .entry(env.session_id.as_str().into())
-                .or_default(),
-        };
+        let s = session_mut!(self.sessions, env.session_id.as_str());
         let result = s.ignored(env, fingerprint(&ev.wire));
         if result.is_ok() && !self.full_history {
             s.retire(None, None, env.root_run_id.as_deref());
@@ -569,15 +575,7 @@ impl Checker {
 
     fn authority_in(&mut self, ev: &AuthorityEvent) -> R<Applied> {
         let env = &ev.envelope;
-        // A lookup first: `entry` takes an owned key, which allocated a
-        // copy of the id for every record of a known session.
-        let s = match self.sessions.get_mut(env.session_id.as_str()) {
-            Some(s) => s,
-            None => self
-                .sessions
-                .entry(env.session_id.as_str().into())
-                .or_default(),
-        };
+        let s = session_mut!(self.sessions, env.session_id.as_str());
         let fp = fingerprint(&ev.wire);
         if let Some(dup) = dedup(&s.seen, &env.event_id, fp)? {
             return Ok(dup);
