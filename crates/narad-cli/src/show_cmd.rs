@@ -485,7 +485,7 @@ pub async fn show(store: &AnyStore, sid: &str, json: bool) -> Outcome {
             .messages
             .iter()
             .map(|m| MessageLine {
-                role: m.role.clone(),
+                role: m.role.to_string(),
                 content: match &m.redacted {
                     None => m.content.clone(),
                     Some(Some(r)) => format!("{r} (redacted)"),

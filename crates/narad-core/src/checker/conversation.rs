@@ -4,7 +4,7 @@
 //! visibility rule.
 
 use super::id_index::IdIndex;
-use super::{fail, R};
+use super::{fail, Label, R};
 use crate::model::{AuthorityEnvelope, AuthorityPayload, Role, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -16,9 +16,9 @@ pub struct Message {
     /// Message identity.
     pub message_id: String,
     /// `user`, `assistant` or `system`.
-    pub role: String,
+    pub role: Label,
     /// `session`, `workflow` or `run` (`session` for snapshot messages).
-    pub scope: String,
+    pub scope: Label,
     /// Owning run for run-scoped messages.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
@@ -160,8 +160,8 @@ impl Transcript {
                       completed: bool,
                       attachments: Vec<String>| Message {
             message_id: id.to_owned(),
-            role: role.to_owned(),
-            scope: scope_name(scope).to_owned(),
+            role: Label::new(role),
+            scope: Label::new(scope_name(scope)),
             run_id: env.run_id.clone().filter(|_| scope == Scope::Run),
             root_run_id: env.root_run_id.clone().filter(|_| scope == Scope::Run),
             content,
@@ -299,8 +299,8 @@ impl Transcript {
             }
             self.messages.push(Message {
                 message_id: id,
-                role: text("role").unwrap_or_else(|| "assistant".into()),
-                scope: text("messageScope").unwrap_or_else(|| "session".into()),
+                role: text("role").map_or_else(|| "assistant".into(), Label::from),
+                scope: text("messageScope").map_or_else(|| "session".into(), Label::from),
                 run_id: text("runId"),
                 root_run_id: text("rootRunId"),
                 content: text("content").unwrap_or_default(),

@@ -22,6 +22,7 @@ mod documents;
 mod hydrate;
 mod id_index;
 mod identity;
+mod label;
 mod rules;
 mod seen;
 mod session;
@@ -32,6 +33,7 @@ mod watch;
 pub use client::{ClientLedger, CLOSURE_CODES};
 pub use conversation::{Message, Reasoning, Transcript};
 pub use documents::{Document, Documents, Lifecycle};
+pub use label::Label;
 
 use crate::graph::RunGraph;
 use crate::model::{

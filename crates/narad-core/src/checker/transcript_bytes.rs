@@ -14,6 +14,7 @@
 
 use super::arena::{put_str, put_varint, take_str, varint};
 use super::conversation::Message;
+use super::Label;
 
 const COMPLETED: u8 = 1;
 const RUN_ID: u8 = 2;
@@ -80,8 +81,9 @@ pub(super) fn read(b: &[u8]) -> Option<Vec<Message>> {
             return None;
         }
         let message_id = string(&mut at)?;
-        let role = string(&mut at)?;
-        let scope = string(&mut at)?;
+        // Known words are held without a copy (`Label`).
+        let role = take_str(b, &mut at).map(Label::new)?;
+        let scope = take_str(b, &mut at).map(Label::new)?;
         let run_id = (flags & RUN_ID != 0).then(|| string(&mut at)).flatten();
         let root_run_id = (flags & ROOT_RUN_ID != 0)
             .then(|| string(&mut at))

@@ -93,7 +93,7 @@ impl SessionState {
             };
             out.push(TranscriptMessage {
                 message_id: m.message_id.clone(),
-                role: m.role.clone(),
+                role: m.role.to_string(),
                 text,
                 completed: m.completed,
                 run_id: m.run_id.clone(),
@@ -194,7 +194,7 @@ mod tests {
             }
             out.push(TranscriptMessage {
                 message_id: m.message_id.clone(),
-                role: m.role.clone(),
+                role: m.role.to_string(),
                 text,
                 completed: m.completed,
                 run_id: m.run_id.clone(),
