@@ -4,7 +4,9 @@
 //! to profile them). The two corpora of narad-engine's `hydrate` bench:
 //!
 //! - `runs`: back-to-back runs, eight events a run;
-//! - `messages`: user messages only, so the snapshot is mostly transcript.
+//! - `messages`: user messages only, so the snapshot is mostly transcript;
+//! - `conversation` (`NARAD_BENCH_CORPUS=conversation`): the reduce bench's
+//!   chat, from `shared/corpus.rs`.
 //!
 //! ```text
 //! cargo bench -p narad-core --bench snapshot            # 100k and 1M events
@@ -59,6 +61,11 @@ fn message(seq: u64) -> Vec<u8> {
     .unwrap()
 }
 
+// The snapshot bench takes only the conversation of the shared corpora.
+#[allow(dead_code)]
+#[path = "shared/corpus.rs"]
+mod corpus;
+
 fn main() {
     let quick = std::env::var_os("NARAD_BENCH_QUICK").is_some();
     let sizes: &[u64] = if quick {
@@ -85,7 +92,13 @@ fn main() {
 
 fn measure(corpus: &str, n: u64, restores: usize) {
     let mut c = Checker::default();
-    for seq in 1..=n {
+    if corpus == "conversation" {
+        let records = corpus::records(corpus::Corpus::Conversation, "s", 1);
+        for r in records.take(n as usize) {
+            c.push_bytes(&serde_json::to_vec(&r).unwrap()).unwrap();
+        }
+    }
+    for seq in (1..=n).filter(|_| corpus != "conversation") {
         let ev = match corpus {
             "messages" => message(seq),
             _ => event(seq, (seq - 1) / 8, (seq - 1) % 8 + 1),

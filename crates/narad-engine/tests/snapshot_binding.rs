@@ -219,3 +219,53 @@ async fn sqlite_snapshots_that_do_not_match_their_journal_are_replayed_past() {
     })
     .await;
 }
+
+/// A snapshot body of several MiB has its digest checked on a second
+/// thread while it is restored: as written it is used, and with one byte
+/// of its transcript flipped it is refused and the session replayed, so
+/// the restore that ran beside the digest is thrown away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_snapshot_is_used_only_when_its_digest_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large.redb");
+    let open = || async { narad_store_redb::RedbStore::open(&path).await.unwrap() };
+    let (sid, good) = {
+        let e = engine(open().await, Arc::new(SequentialIds::default()));
+        let (sid, _) = running_session(&e, "long").await;
+        // 25 messages of 200 KB: the snapshot after them is past 4 MiB.
+        for i in 0..25 {
+            let text = format!("{i:02}{}", "x".repeat(200_000));
+            e.message(&me(), &sid, json!(text)).await.unwrap();
+        }
+        let good = snapshot_of(e.store(), &sid).await;
+        e.store().close().await.unwrap();
+        (sid, good)
+    };
+    assert!(good.len() > 4 << 20, "{} bytes", good.len());
+    let mut flipped = good.clone();
+    let at = flipped.len() - 1_000_000;
+    flipped[at] ^= 0x01;
+    for (name, record, want) in [
+        ("as written", good, stats(1, 0)),
+        ("one byte flipped", flipped, stats(0, 1)),
+    ] {
+        let store = open().await;
+        put_snapshot(&store, &sid, record).await;
+        let e = engine(store, Arc::new(RandomIds));
+        let state = e.state_json(&me(), &sid).await.unwrap();
+        assert_eq!(e.stats(), want, "{name}");
+        let replayed = assert_valid(&e, &sid).await.state_json(&sid).unwrap();
+        // Compared whole; on failure, only where they part is printed.
+        let at = state
+            .bytes()
+            .zip(replayed.bytes())
+            .position(|(a, b)| a != b);
+        assert!(
+            state == replayed,
+            "{name}: differ at {at:?} of {} and {} bytes",
+            state.len(),
+            replayed.len()
+        );
+        e.store().close().await.unwrap();
+    }
+}
