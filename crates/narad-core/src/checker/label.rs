@@ -33,10 +33,15 @@ enum Repr {
 impl Label {
     /// The label `s`, without an allocation when it is a known word.
     pub fn new(s: &str) -> Self {
-        match KNOWN.iter().find(|k| **k == s) {
-            Some(k) => Self(Repr::Known(k)),
-            None => Self(Repr::Other(s.into())),
-        }
+        Self::known(s).unwrap_or_else(|| Self(Repr::Other(s.into())))
+    }
+
+    /// `s` as a known word, if it is one.
+    fn known(s: &str) -> Option<Self> {
+        KNOWN
+            .iter()
+            .find(|k| **k == s)
+            .map(|k| Self(Repr::Known(k)))
     }
 
     /// The label as a string.
@@ -69,10 +74,8 @@ impl From<&str> for Label {
 
 impl From<String> for Label {
     fn from(s: String) -> Self {
-        match KNOWN.iter().find(|k| **k == s) {
-            Some(k) => Self(Repr::Known(k)),
-            None => Self(Repr::Other(s.into_boxed_str())),
-        }
+        // An unknown word keeps the string's own allocation.
+        Self::known(&s).unwrap_or_else(|| Self(Repr::Other(s.into_boxed_str())))
     }
 }
 

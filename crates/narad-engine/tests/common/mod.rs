@@ -57,21 +57,12 @@ pub async fn session<S: Store + 'static>(e: &Engine<S>) -> String {
 pub async fn journal<S: Store + 'static>(e: &Engine<S>, sid: &str) -> Vec<Vec<u8>> {
     // Page by page: a page stops at `PAGE_BYTES`, so one read of a journal
     // of several MiB returns only its start.
-    let (mut out, mut after) = (Vec::new(), 0);
-    loop {
-        let page = e
-            .store()
-            .read_session(sid, after, usize::MAX)
-            .await
-            .unwrap();
-        if let Some(last) = page.events.last() {
-            after = last.position.session_sequence;
-        }
-        out.extend(page.events.into_iter().map(|ev| ev.bytes.to_vec()));
-        if page.next.is_none() {
-            return out;
-        }
+    let mut pages = narad_store::JournalPages::new(e.store(), sid, 0, usize::MAX);
+    let mut out = Vec::new();
+    while let Some(page) = pages.next().await.unwrap() {
+        out.extend(page.into_iter().map(|ev| ev.bytes.to_vec()));
     }
+    out
 }
 
 /// A fresh checker accepts every stored event of the session, in order.
