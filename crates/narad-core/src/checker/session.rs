@@ -161,9 +161,8 @@ impl Session {
     /// as a binary part: `transcript_bytes.rs`). Deserializing it gives a
     /// session with no closed history and no messages.
     pub fn open_state(&self) -> impl Serialize + '_ {
-        let (w, x) = (self.w(), self.x());
-        let transcript = NoMessages(&x.transcript);
-        self.view_with(&w.run_heads, &w.runs, &w.tools, transcript)
+        let w = self.w();
+        self.view_with(&w.run_heads, &w.runs, &w.tools, EmptyTranscript)
     }
 
     fn view_with<H, R, T, X>(
@@ -221,16 +220,17 @@ struct View<'a, H, R, T, X> {
     watch: &'a SmallMap<u64>,
 }
 
-/// A transcript's serde form with no messages (`messages: []`).
+/// A transcript's serde form with no messages and no reasoning (`[]`
+/// both: the snapshot keeps them in its binary part).
 #[derive(Debug)]
-struct NoMessages<'a>(&'a Transcript);
+struct EmptyTranscript;
 
-impl Serialize for NoMessages<'_> {
+impl Serialize for EmptyTranscript {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let mut t = s.serialize_struct("Transcript", 2)?;
         t.serialize_field("messages", &[] as &[super::Message])?;
-        t.serialize_field("reasoning", &self.0.reasoning)?;
+        t.serialize_field("reasoning", &[] as &[super::Reasoning])?;
         t.end()
     }
 }

@@ -6,18 +6,18 @@
 //! magic "narad.ck" | format: u32 LE | part: JSON of the open state
 //! then per session, in the JSON's session order:
 //!   part: dedup set | part: closed runs arena | part: closed tool calls arena
-//!   | part: transcript messages
+//!   | part: transcript messages and reasoning
 //! part = length: u64 LE | bytes
 //! ```
 //!
 //! The JSON holds what is not yet closed: per session the flat state with
 //! only open runs, tool calls and run-tree heads, and the transcript with
-//! no messages ([`Session::open_state`]), and the derived graphs of open
+//! no messages or reasoning ([`Session::open_state`]), and the derived graphs of open
 //! roots; then the workspaces' dedup sets, the client ledger and the
 //! record counter. The dedup set is 12 bytes an entry in hash order
 //! ([`Seen::write_bytes`]); an arena is its live records as laid out in
-//! memory ([`super::closed`]); the messages are one binary record each
-//! ([`super::transcript_bytes`]). Restoring parses the JSON, checks every
+//! memory ([`super::closed`]); the messages and reasoning streams are one
+//! binary record each ([`super::transcript_bytes`]). Restoring parses the JSON, checks every
 //! arena record and the packed graph it holds, decodes the messages (a
 //! corrupt or hostile part refuses the whole snapshot: `None`, and the
 //! host replays) and installs the arenas as they are.
@@ -33,13 +33,14 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-/// Version of the [`Checker::snapshot`] layout. Version 7: the binary
+/// Version of the [`Checker::snapshot`] layout. Version 8: the binary
 /// envelope above, closed history as packed arenas, dedup sets as 12-byte
-/// entries and transcript messages as a binary part. Version 6 held the
+/// entries and the transcript's messages and reasoning streams as a binary
+/// part. Version 7 held the reasoning in the JSON; version 6 held the
 /// messages in the JSON; version 5 was one JSON document with every run
 /// and graph rendered. Other versions are not restored: the host replays
 /// the journal instead.
-pub(super) const SNAPSHOT_FORMAT: u32 = 7;
+pub(super) const SNAPSHOT_FORMAT: u32 = 8;
 
 const MAGIC: &[u8; 8] = b"narad.ck";
 
@@ -115,7 +116,8 @@ pub(super) fn write(c: &Checker) -> Vec<u8> {
         put_part(&mut out, |o| closed.map_or((), |c| c.runs.write_live(o)));
         put_part(&mut out, |o| closed.map_or((), |c| c.tools.write_live(o)));
         put_part(&mut out, |o| {
-            transcript_bytes::write(&s.x().transcript.messages, o);
+            let t = &s.x().transcript;
+            transcript_bytes::write(&t.messages, &t.reasoning, o);
         });
     }
     out
@@ -151,14 +153,17 @@ pub(super) fn read(validator: Validator, bytes: &[u8]) -> Option<Checker> {
         s.seen = Seen::from_bytes(parts.part()?)?;
         let (runs, tools) = (parts.part()?, parts.part()?);
         s.read_closed(runs, tools)?;
-        let messages = transcript_bytes::read(parts.part()?)?;
-        // The JSON holds none (`Session::open_state`): the part is the
-        // messages' one source, so a JSON that carries some is refused.
-        if !s.x().transcript.messages.is_empty() {
+        let (messages, reasoning) = transcript_bytes::read(parts.part()?)?;
+        // The JSON holds none (`Session::open_state`): the part is their
+        // one source, so a JSON that carries some is refused.
+        let t = &s.x().transcript;
+        if !t.messages.is_empty() || !t.reasoning.is_empty() {
             return None;
         }
-        if !messages.is_empty() {
-            s.x_mut().transcript.messages = messages;
+        if !messages.is_empty() || !reasoning.is_empty() {
+            let t = &mut s.x_mut().transcript;
+            t.messages = messages;
+            t.reasoning = reasoning;
         }
         s.w_mut().derived = open.derived;
         s.trim();
@@ -502,7 +507,7 @@ mod tests {
     /// The messages have one source, their binary part: a snapshot whose
     /// JSON carries them too (no checker writes one) is refused.
     #[test]
-    fn a_snapshot_whose_json_carries_messages_is_refused() {
+    fn a_snapshot_whose_json_carries_messages_or_reasoning_is_refused() {
         let (c, _) = conversation();
         let snap = c.snapshot();
         let json_len = u64::from_le_bytes(snap[12..20].try_into().unwrap()) as usize;
@@ -521,6 +526,12 @@ mod tests {
         let mut carrying = open.clone();
         let messages = serde_json::to_value(&c.transcript("s").unwrap().messages).unwrap();
         carrying["sessions"]["s"]["state"]["transcript"]["messages"] = messages;
+        assert!(Checker::restore(Validator::default(), &with(&carrying)).is_none());
+        let reasoning = &c.transcript("s").unwrap().reasoning;
+        assert!(!reasoning.is_empty());
+        let mut carrying = open.clone();
+        let reasoning = serde_json::to_value(reasoning).unwrap();
+        carrying["sessions"]["s"]["state"]["transcript"]["reasoning"] = reasoning;
         assert!(Checker::restore(Validator::default(), &with(&carrying)).is_none());
     }
 

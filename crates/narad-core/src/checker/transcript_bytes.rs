@@ -1,19 +1,21 @@
-//! A transcript's messages as one binary snapshot part, so that a restore
-//! decodes a long conversation without parsing it as JSON.
+//! A transcript's messages and reasoning streams as one binary snapshot
+//! part, so that a restore decodes a long conversation without parsing it
+//! as JSON.
 //!
 //! ```text
-//! part = count: varint | message*
+//! part = count: varint | message* | count: varint | reasoning*
 //! message = flags: u8 | messageId | role | scope | [runId] | [rootRunId]
 //!           | content | [redacted text] | [count: varint | attachmentId*]
+//! reasoning = flags: u8 | reasoningId | [messageId] | content
 //! string = length: varint | UTF-8 bytes
 //! ```
 //!
 //! A bracketed field is present when its flag is set. A flag this build
 //! does not know, a string that is not UTF-8, a count the bytes cannot
-//! hold, or bytes after the last message refuse the part (`None`).
+//! hold, or bytes after the last reasoning stream refuse the part (`None`).
 
 use super::arena::{put_str, put_varint, take_str, varint};
-use super::conversation::Message;
+use super::conversation::{Message, Reasoning};
 use super::Label;
 
 const COMPLETED: u8 = 1;
@@ -25,11 +27,69 @@ const REDACTED_TEXT: u8 = 16;
 const ATTACHMENTS: u8 = 32;
 const KNOWN: u8 = COMPLETED | RUN_ID | ROOT_RUN_ID | REDACTED | REDACTED_TEXT | ATTACHMENTS;
 
+/// A reasoning stream's flags: [`COMPLETED`] and this one.
+const MESSAGE_ID: u8 = 2;
+const KNOWN_REASONING: u8 = COMPLETED | MESSAGE_ID;
+
 /// The smallest message: flags and four empty strings.
 const MIN_MESSAGE: usize = 5;
+/// The smallest reasoning stream: flags and two empty strings.
+const MIN_REASONING: usize = 3;
 
-/// Appends `messages` in the layout above.
-pub(super) fn write(messages: &[Message], out: &mut Vec<u8>) {
+/// Appends `messages` and `reasoning` in the layout above.
+pub(super) fn write(messages: &[Message], reasoning: &[Reasoning], out: &mut Vec<u8>) {
+    write_messages(messages, out);
+    put_varint(out, reasoning.len() as u64);
+    for r in reasoning {
+        let mut flags = 0;
+        if r.completed {
+            flags |= COMPLETED;
+        }
+        if r.message_id.is_some() {
+            flags |= MESSAGE_ID;
+        }
+        out.push(flags);
+        put_str(out, &r.reasoning_id);
+        if let Some(m) = &r.message_id {
+            put_str(out, m);
+        }
+        put_str(out, &r.content);
+    }
+}
+
+/// The messages and reasoning streams [`write`] wrote; `None` for any
+/// other bytes.
+pub(super) fn read(b: &[u8]) -> Option<(Vec<Message>, Vec<Reasoning>)> {
+    let mut at = 0;
+    let messages = read_messages(b, &mut at)?;
+    let count = varint(b, &mut at)?;
+    if count > b.len().saturating_sub(at) / MIN_REASONING {
+        return None;
+    }
+    let mut reasoning = Vec::with_capacity(count);
+    for _ in 0..count {
+        let flags = *b.get(at)?;
+        at += 1;
+        if flags & !KNOWN_REASONING != 0 {
+            return None;
+        }
+        let reasoning_id = take_str(b, &mut at)?.to_owned();
+        let message_id = match flags & MESSAGE_ID != 0 {
+            true => Some(take_str(b, &mut at)?.to_owned()),
+            false => None,
+        };
+        let content = take_str(b, &mut at)?.to_owned();
+        reasoning.push(Reasoning {
+            reasoning_id,
+            message_id,
+            content,
+            completed: flags & COMPLETED != 0,
+        });
+    }
+    (at == b.len()).then_some((messages, reasoning))
+}
+
+fn write_messages(messages: &[Message], out: &mut Vec<u8>) {
     put_varint(out, messages.len() as u64);
     for m in messages {
         let mut flags = 0;
@@ -65,49 +125,46 @@ pub(super) fn write(messages: &[Message], out: &mut Vec<u8>) {
     }
 }
 
-/// The messages [`write`] wrote; `None` for any other bytes.
-pub(super) fn read(b: &[u8]) -> Option<Vec<Message>> {
-    let mut at = 0;
-    let count = varint(b, &mut at)?;
-    if count > b.len() / MIN_MESSAGE {
+/// The messages from `at` on, which [`write_messages`] wrote.
+fn read_messages(b: &[u8], at: &mut usize) -> Option<Vec<Message>> {
+    let count = varint(b, at)?;
+    if count > b.len().saturating_sub(*at) / MIN_MESSAGE {
         return None;
     }
     let mut messages = Vec::with_capacity(count);
     let string = |at: &mut usize| take_str(b, at).map(str::to_owned);
     for _ in 0..count {
-        let flags = *b.get(at)?;
-        at += 1;
+        let flags = *b.get(*at)?;
+        *at += 1;
         if flags & !KNOWN != 0 || (flags & REDACTED_TEXT != 0 && flags & REDACTED == 0) {
             return None;
         }
-        let message_id = string(&mut at)?;
+        let message_id = string(at)?;
         // Known words are held without a copy (`Label`).
-        let role = take_str(b, &mut at).map(Label::new)?;
-        let scope = take_str(b, &mut at).map(Label::new)?;
-        let run_id = (flags & RUN_ID != 0).then(|| string(&mut at)).flatten();
-        let root_run_id = (flags & ROOT_RUN_ID != 0)
-            .then(|| string(&mut at))
-            .flatten();
+        let role = take_str(b, at).map(Label::new)?;
+        let scope = take_str(b, at).map(Label::new)?;
+        let run_id = (flags & RUN_ID != 0).then(|| string(at)).flatten();
+        let root_run_id = (flags & ROOT_RUN_ID != 0).then(|| string(at)).flatten();
         if run_id.is_none() == (flags & RUN_ID != 0)
             || root_run_id.is_none() == (flags & ROOT_RUN_ID != 0)
         {
             return None;
         }
-        let content = string(&mut at)?;
+        let content = string(at)?;
         let redacted = match (flags & REDACTED != 0, flags & REDACTED_TEXT != 0) {
             (false, _) => None,
             (true, false) => Some(None),
-            (true, true) => Some(Some(string(&mut at)?)),
+            (true, true) => Some(Some(string(at)?)),
         };
         let mut attachment_ids = Vec::new();
         if flags & ATTACHMENTS != 0 {
-            let n = varint(b, &mut at)?;
-            if n == 0 || n > b.len().saturating_sub(at) {
+            let n = varint(b, at)?;
+            if n == 0 || n > b.len().saturating_sub(*at) {
                 return None;
             }
             attachment_ids.reserve(n);
             for _ in 0..n {
-                attachment_ids.push(string(&mut at)?);
+                attachment_ids.push(string(at)?);
             }
         }
         messages.push(Message {
@@ -122,7 +179,7 @@ pub(super) fn read(b: &[u8]) -> Option<Vec<Message>> {
             attachment_ids,
         });
     }
-    (at == b.len()).then_some(messages)
+    Some(messages)
 }
 
 #[cfg(test)]
@@ -155,12 +212,29 @@ mod tests {
         all
     }
 
+    fn reasoning() -> Vec<Reasoning> {
+        let r = |id: &str, message: Option<&str>, completed| Reasoning {
+            reasoning_id: id.into(),
+            message_id: message.map(Into::into),
+            content: format!("thinking about {id} ☃"),
+            completed,
+        };
+        vec![
+            r("r1", Some("a2"), true),
+            r("r2", None, false),
+            r("", Some(""), true),
+        ]
+    }
+
     #[test]
-    fn messages_round_trip_exactly() {
+    fn messages_and_reasoning_round_trip_exactly() {
         for n in 0..=5 {
-            let mut out = Vec::new();
-            write(&messages()[..n], &mut out);
-            assert_eq!(read(&out), Some(messages()[..n].to_vec()));
+            for k in 0..=reasoning().len() {
+                let mut out = Vec::new();
+                write(&messages()[..n], &reasoning()[..k], &mut out);
+                let back = (messages()[..n].to_vec(), reasoning()[..k].to_vec());
+                assert_eq!(read(&out), Some(back));
+            }
         }
     }
 
@@ -169,7 +243,7 @@ mod tests {
     #[test]
     fn cut_or_flipped_bytes_never_panic() {
         let mut out = Vec::new();
-        write(&messages(), &mut out);
+        write(&messages(), &reasoning(), &mut out);
         for cut in 0..out.len() {
             assert_eq!(read(&out[..cut]), None, "cut at {cut}");
         }
@@ -187,7 +261,14 @@ mod tests {
         let mut unknown = out.clone();
         unknown[1] |= 64;
         assert_eq!(read(&unknown), None);
+        // A reasoning flag this build does not know.
+        let mut only = Vec::new();
+        write(&[], &reasoning(), &mut only);
+        assert!(read(&only).is_some());
+        only[2] |= 4;
+        assert_eq!(read(&only), None);
         // A count the bytes cannot hold allocates nothing.
         assert_eq!(read(&[0xff, 0xff, 0xff, 0xff, 0x0f]), None);
+        assert_eq!(read(&[0, 0xff, 0xff, 0xff, 0xff, 0x0f]), None);
     }
 }
