@@ -507,18 +507,19 @@ impl Session {
         }
         self.trim();
     }
+}
 
-    /// Installs closed history from the snapshot form (each arena as
+impl Closed {
+    /// Closed history from the snapshot form (each arena as
     /// [`Arena::write_live`] wrote it): the arenas as they are, after a
     /// check that every record, and the graph in it, parses (nothing is
-    /// unpacked). `None` when one does not.
-    pub(super) fn read_closed(&mut self, runs: &[u8], tools: &[u8]) -> Option<()> {
+    /// unpacked). `None` when one does not; `Some(None)` when both arenas
+    /// are empty.
+    pub(super) fn read(runs: &[u8], tools: &[u8]) -> Option<Option<Box<Self>>> {
         let runs = Arena::from_live(runs, |id, b| {
             Record::parse(id, b).is_some_and(|r| r.graph.is_none_or(super::derived::parses))
         })?;
         let tools = Arena::from_live(tools, |_, b| b.is_ascii() || std::str::from_utf8(b).is_ok())?;
-        self.closed =
-            (!runs.is_empty() || !tools.is_empty()).then(|| Box::new(Closed { runs, tools }));
-        Some(())
+        Some((!runs.is_empty() || !tools.is_empty()).then(|| Box::new(Self { runs, tools })))
     }
 }

@@ -22,6 +22,7 @@
 //! corrupt or hostile part refuses the whole snapshot: `None`, and the
 //! host replays) and installs the arenas as they are.
 
+use super::closed::Closed;
 use super::derived::{Derived, Graphs};
 use super::seen::Seen;
 use super::session::Session;
@@ -123,6 +124,36 @@ pub(super) fn write(c: &Checker) -> Vec<u8> {
     out
 }
 
+/// From this many bytes of dedup set and arenas on, a restore reads them on
+/// a second thread; below it, a thread costs more than it saves. This
+/// crate's unit tests take the second thread always (so every snapshot test
+/// runs it), its integration tests below 4 MiB never.
+const BESIDE_BYTES: usize = 4 << 20;
+
+/// `(a(), b())`, with `a` on a scoped thread beside `b` when `a_bytes` (what
+/// `a` reads) reach [`BESIDE_BYTES`]. A long session's dedup set and arenas
+/// are checked in place (a few allocations), while its transcript decodes
+/// into many strings; the two share no state. If no thread can be started,
+/// the two run in turn; `None` if `a` panicked (it does not on any bytes).
+fn beside<A: Send, B>(
+    a_bytes: usize,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B,
+) -> (Option<A>, B) {
+    if a_bytes < BESIDE_BYTES && !cfg!(test) {
+        return (Some(a()), b());
+    }
+    let task = std::sync::Mutex::new(Some(a));
+    let run = || task.lock().ok()?.take().map(|a| a());
+    std::thread::scope(|s| {
+        let thread = std::thread::Builder::new().name("narad-restore".into());
+        let spawned = thread.spawn_scoped(s, run);
+        let b = b();
+        let a = spawned.ok().and_then(|h| h.join().ok().flatten());
+        (a.or_else(run), b)
+    })
+}
+
 /// The checker [`write`] wrote, parsing with `validator`; `None` for any
 /// other bytes (another format, cut short, trailing bytes, a part that
 /// does not parse).
@@ -150,10 +181,16 @@ pub(super) fn read(validator: Validator, bytes: &[u8]) -> Option<Checker> {
     let mut sessions = BTreeMap::new();
     for (k, open) in snap.sessions {
         let mut s = open.state;
-        s.seen = Seen::from_bytes(parts.part()?)?;
-        let (runs, tools) = (parts.part()?, parts.part()?);
-        s.read_closed(runs, tools)?;
-        let (messages, reasoning) = transcript_bytes::read(parts.part()?)?;
+        let (seen, runs, tools) = (parts.part()?, parts.part()?, parts.part()?);
+        let transcript = parts.part()?;
+        let (history, transcript) = beside(
+            seen.len() + runs.len() + tools.len(),
+            || (Seen::from_bytes(seen), Closed::read(runs, tools)),
+            || transcript_bytes::read(transcript),
+        );
+        let (seen, closed) = history?;
+        (s.seen, s.closed) = (seen?, closed?);
+        let (messages, reasoning) = transcript?;
         // The JSON holds none (`Session::open_state`): the part is their
         // one source, so a JSON that carries some is refused.
         let t = &s.x().transcript;
