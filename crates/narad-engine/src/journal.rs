@@ -255,11 +255,13 @@ impl Journal {
                 return Ok(Err(Reject::OtherJournal));
             }
         }
-        let (intact, restored) = restore_checked(&snap, || Self::restore(session_id, meta, &snap));
-        if !intact {
+        // The digest first, on this thread: a long session's restore keeps
+        // a second core busy itself (`Checker::restore`), and a third
+        // thread beside the two made the hydrate slower, not faster.
+        if !snap.body_intact() {
             return Ok(Err(Reject::Checksum));
         }
-        Ok(restored.ok_or(Reject::State))
+        Ok(Self::restore(session_id, meta, &snap).ok_or(Reject::State))
     }
 
     fn restore(session_id: &str, meta: Meta, snap: &snapshot::Unsealed<'_>) -> Option<Self> {
@@ -573,43 +575,4 @@ pub(crate) async fn for_each_event<S: Store + ?Sized>(
         }
     }
     Ok(())
-}
-
-/// Bodies from this size on have their digest checked on a second thread
-/// while they are restored (a 34 MB body's XXH3 took 6 ms of a 57 ms
-/// hydrate). Smaller ones are checked first, on this thread.
-const PARALLEL_DIGEST_BYTES: usize = 4 << 20;
-
-/// Whether `snap`'s body is intact, and what `restore` made of it. A large
-/// body is restored while its digest is computed on a scoped thread: the
-/// restore must already be safe on any bytes (a damaged or hostile body
-/// restores to `None` or to a checker that is then dropped), so it need
-/// not wait. If no thread can be started, the two run in turn.
-fn restore_checked<T>(
-    snap: &snapshot::Unsealed<'_>,
-    restore: impl FnOnce() -> Option<T>,
-) -> (bool, Option<T>) {
-    if snap.body.len() < PARALLEL_DIGEST_BYTES {
-        if !snap.body_intact() {
-            return (false, None);
-        }
-        return (true, restore());
-    }
-    std::thread::scope(|s| {
-        let digest = std::thread::Builder::new()
-            .name("narad-digest".into())
-            .spawn_scoped(s, || snap.body_intact());
-        match digest {
-            Ok(handle) => {
-                let restored = restore();
-                // A panic in the digest (there is none to reach) reads as damage.
-                let intact = handle.join().unwrap_or(false);
-                (intact, restored.filter(|_| intact))
-            }
-            Err(_) => {
-                let intact = snap.body_intact();
-                (intact, if intact { restore() } else { None })
-            }
-        }
-    })
 }

@@ -220,10 +220,8 @@ async fn sqlite_snapshots_that_do_not_match_their_journal_are_replayed_past() {
     .await;
 }
 
-/// A snapshot body of several MiB has its digest checked on a second
-/// thread while it is restored: as written it is used, and with one byte
-/// of its transcript flipped it is refused and the session replayed, so
-/// the restore that ran beside the digest is thrown away.
+/// A snapshot body of several MiB: as written it is used, and with one
+/// byte of its transcript flipped it is refused and the session replayed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_snapshot_is_used_only_when_its_digest_holds() {
     let dir = tempfile::tempdir().unwrap();

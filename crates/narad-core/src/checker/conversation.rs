@@ -86,14 +86,41 @@ fn reasoning_ids<'a>(r: &'a [Reasoning]) -> impl Fn(usize) -> Option<&'a str> + 
     move |p| r.get(p).map(|r| r.reasoning_id.as_str())
 }
 
-impl Transcript {
-    /// Rebuilds the id indexes after a restore (they are not serialized);
+/// A list of the transcript with its id index, as a restore builds them
+/// (the two lists on two threads; indexes are not serialized).
+pub(super) struct Indexed<T>(Vec<T>, IdIndex);
+
+impl<T> Indexed<T> {
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Indexed<Message> {
     /// `None` if an id repeats, which no checker writes.
-    pub(crate) fn reindex(&mut self) -> Option<()> {
-        self.index = IdIndex::build(self.messages.len(), message_ids(&self.messages))?;
-        self.reasoning_index =
-            IdIndex::build(self.reasoning.len(), reasoning_ids(&self.reasoning))?;
-        Some(())
+    pub(super) fn messages(m: Vec<Message>) -> Option<Self> {
+        let index = IdIndex::build(m.len(), message_ids(&m))?;
+        Some(Self(m, index))
+    }
+}
+
+impl Indexed<Reasoning> {
+    /// `None` if an id repeats, which no checker writes.
+    pub(super) fn reasoning(r: Vec<Reasoning>) -> Option<Self> {
+        let index = IdIndex::build(r.len(), reasoning_ids(&r))?;
+        Some(Self(r, index))
+    }
+}
+
+impl Transcript {
+    /// The transcript of the two restored lists.
+    pub(super) fn restored(messages: Indexed<Message>, reasoning: Indexed<Reasoning>) -> Self {
+        Self {
+            messages: messages.0,
+            reasoning: reasoning.0,
+            index: messages.1,
+            reasoning_index: reasoning.1,
+        }
     }
 }
 

@@ -141,15 +141,6 @@ impl Session {
         }
     }
 
-    /// Rebuilds the transcript's id indexes after a restore; `None` if an
-    /// id repeats.
-    pub fn reindex(&mut self) -> Option<()> {
-        match self.extra.as_mut() {
-            Some(x) => x.transcript.reindex(),
-            None => Some(()),
-        }
-    }
-
     fn view(&self) -> View<'_, Heads<'_>, Runs<'_>, Tools<'_>, &Transcript> {
         let x = self.x();
         self.view_with(Heads(self), Runs(self), Tools(self), &x.transcript)

@@ -6,7 +6,7 @@
 //! magic "narad.ck" | format: u32 LE | part: JSON of the open state
 //! then per session, in the JSON's session order:
 //!   part: dedup set | part: closed runs arena | part: closed tool calls arena
-//!   | part: transcript messages and reasoning
+//!   | part: transcript messages | part: transcript reasoning
 //! part = length: u64 LE | bytes
 //! ```
 //!
@@ -23,11 +23,12 @@
 //! host replays) and installs the arenas as they are.
 
 use super::closed::Closed;
+use super::conversation::Indexed;
 use super::derived::{Derived, Graphs};
 use super::seen::Seen;
 use super::session::Session;
 use super::transcript_bytes;
-use super::{Checker, ClientLedger};
+use super::{Checker, ClientLedger, Transcript};
 use crate::small_map::SmallMap;
 use crate::validate::Validator;
 use serde::{Deserialize, Serialize};
@@ -116,9 +117,12 @@ pub(super) fn write(c: &Checker) -> Vec<u8> {
         put_part(&mut out, |o| s.seen.write_bytes(o));
         put_part(&mut out, |o| closed.map_or((), |c| c.runs.write_live(o)));
         put_part(&mut out, |o| closed.map_or((), |c| c.tools.write_live(o)));
+        let t = &s.x().transcript;
         put_part(&mut out, |o| {
-            let t = &s.x().transcript;
-            transcript_bytes::write(&t.messages, &t.reasoning, o);
+            transcript_bytes::write_messages(&t.messages, o)
+        });
+        put_part(&mut out, |o| {
+            transcript_bytes::write_reasoning(&t.reasoning, o)
         });
     }
     out
@@ -182,29 +186,34 @@ pub(super) fn read(validator: Validator, bytes: &[u8]) -> Option<Checker> {
     for (k, open) in snap.sessions {
         let mut s = open.state;
         let (seen, runs, tools) = (parts.part()?, parts.part()?, parts.part()?);
-        let transcript = parts.part()?;
-        let (history, transcript) = beside(
-            seen.len() + runs.len() + tools.len(),
-            || (Seen::from_bytes(seen), Closed::read(runs, tools)),
-            || transcript_bytes::read(transcript),
+        let (messages, reasoning) = (parts.part()?, parts.part()?);
+        // Thread two checks the dedup set and arenas in place and decodes
+        // the reasoning, while this one decodes the messages (the larger
+        // share of a conversation's allocations).
+        let (two, messages) = beside(
+            seen.len() + runs.len() + tools.len() + reasoning.len(),
+            || {
+                let reasoning = transcript_bytes::read_reasoning(reasoning);
+                let seen = Seen::from_bytes(seen);
+                let closed = Closed::read(runs, tools);
+                (seen, closed, reasoning.and_then(Indexed::reasoning))
+            },
+            || transcript_bytes::read_messages(messages).and_then(Indexed::messages),
         );
-        let (seen, closed) = history?;
+        let (seen, closed, reasoning) = two?;
         (s.seen, s.closed) = (seen?, closed?);
-        let (messages, reasoning) = transcript?;
-        // The JSON holds none (`Session::open_state`): the part is their
+        let (messages, reasoning) = (messages?, reasoning?);
+        // The JSON holds none (`Session::open_state`): the parts are their
         // one source, so a JSON that carries some is refused.
         let t = &s.x().transcript;
         if !t.messages.is_empty() || !t.reasoning.is_empty() {
             return None;
         }
         if !messages.is_empty() || !reasoning.is_empty() {
-            let t = &mut s.x_mut().transcript;
-            t.messages = messages;
-            t.reasoning = reasoning;
+            s.x_mut().transcript = Transcript::restored(messages, reasoning);
         }
         s.w_mut().derived = open.derived;
         s.trim();
-        s.reindex()?;
         s.pack_closed_graphs();
         s.retire_all();
         sessions.insert(k.into_boxed_str(), Box::new(s));

@@ -1,9 +1,10 @@
-//! A transcript's messages and reasoning streams as one binary snapshot
-//! part, so that a restore decodes a long conversation without parsing it
-//! as JSON.
+//! A transcript's messages, and its reasoning streams, as two binary
+//! snapshot parts, so that a restore decodes a long conversation without
+//! parsing it as JSON (and can decode the two on two threads).
 //!
 //! ```text
-//! part = count: varint | message* | count: varint | reasoning*
+//! messages part = count: varint | message*
+//! reasoning part = count: varint | reasoning*
 //! message = flags: u8 | messageId | role | scope | [runId] | [rootRunId]
 //!           | content | [redacted text] | [count: varint | attachmentId*]
 //! reasoning = flags: u8 | reasoningId | [messageId] | content
@@ -12,7 +13,7 @@
 //!
 //! A bracketed field is present when its flag is set. A flag this build
 //! does not know, a string that is not UTF-8, a count the bytes cannot
-//! hold, or bytes after the last reasoning stream refuse the part (`None`).
+//! hold, or bytes after the last entry refuse the part (`None`).
 
 use super::arena::{put_str, put_varint, take_str, varint};
 use super::conversation::{Message, Reasoning};
@@ -36,9 +37,8 @@ const MIN_MESSAGE: usize = 5;
 /// The smallest reasoning stream: flags and two empty strings.
 const MIN_REASONING: usize = 3;
 
-/// Appends `messages` and `reasoning` in the layout above.
-pub(super) fn write(messages: &[Message], reasoning: &[Reasoning], out: &mut Vec<u8>) {
-    write_messages(messages, out);
+/// Appends the reasoning part of `reasoning`.
+pub(super) fn write_reasoning(reasoning: &[Reasoning], out: &mut Vec<u8>) {
     put_varint(out, reasoning.len() as u64);
     for r in reasoning {
         let mut flags = 0;
@@ -57,11 +57,10 @@ pub(super) fn write(messages: &[Message], reasoning: &[Reasoning], out: &mut Vec
     }
 }
 
-/// The messages and reasoning streams [`write`] wrote; `None` for any
-/// other bytes.
-pub(super) fn read(b: &[u8]) -> Option<(Vec<Message>, Vec<Reasoning>)> {
+/// The reasoning streams [`write_reasoning`] wrote; `None` for any other
+/// bytes.
+pub(super) fn read_reasoning(b: &[u8]) -> Option<Vec<Reasoning>> {
     let mut at = 0;
-    let messages = read_messages(b, &mut at)?;
     let count = varint(b, &mut at)?;
     if count > b.len().saturating_sub(at) / MIN_REASONING {
         return None;
@@ -86,10 +85,11 @@ pub(super) fn read(b: &[u8]) -> Option<(Vec<Message>, Vec<Reasoning>)> {
             completed: flags & COMPLETED != 0,
         });
     }
-    (at == b.len()).then_some((messages, reasoning))
+    (at == b.len()).then_some(reasoning)
 }
 
-fn write_messages(messages: &[Message], out: &mut Vec<u8>) {
+/// Appends the messages part of `messages`.
+pub(super) fn write_messages(messages: &[Message], out: &mut Vec<u8>) {
     put_varint(out, messages.len() as u64);
     for m in messages {
         let mut flags = 0;
@@ -125,8 +125,10 @@ fn write_messages(messages: &[Message], out: &mut Vec<u8>) {
     }
 }
 
-/// The messages from `at` on, which [`write_messages`] wrote.
-fn read_messages(b: &[u8], at: &mut usize) -> Option<Vec<Message>> {
+/// The messages [`write_messages`] wrote; `None` for any other bytes.
+pub(super) fn read_messages(b: &[u8]) -> Option<Vec<Message>> {
+    let mut at = 0;
+    let at = &mut at;
     let count = varint(b, at)?;
     if count > b.len().saturating_sub(*at) / MIN_MESSAGE {
         return None;
@@ -179,7 +181,7 @@ fn read_messages(b: &[u8], at: &mut usize) -> Option<Vec<Message>> {
             attachment_ids,
         });
     }
-    Some(messages)
+    (*at == b.len()).then_some(messages)
 }
 
 #[cfg(test)]
@@ -229,12 +231,14 @@ mod tests {
     #[test]
     fn messages_and_reasoning_round_trip_exactly() {
         for n in 0..=5 {
-            for k in 0..=reasoning().len() {
-                let mut out = Vec::new();
-                write(&messages()[..n], &reasoning()[..k], &mut out);
-                let back = (messages()[..n].to_vec(), reasoning()[..k].to_vec());
-                assert_eq!(read(&out), Some(back));
-            }
+            let mut out = Vec::new();
+            write_messages(&messages()[..n], &mut out);
+            assert_eq!(read_messages(&out), Some(messages()[..n].to_vec()));
+        }
+        for n in 0..=reasoning().len() {
+            let mut out = Vec::new();
+            write_reasoning(&reasoning()[..n], &mut out);
+            assert_eq!(read_reasoning(&out), Some(reasoning()[..n].to_vec()));
         }
     }
 
@@ -242,33 +246,37 @@ mod tests {
     /// either refuse the part or decode without a panic.
     #[test]
     fn cut_or_flipped_bytes_never_panic() {
-        let mut out = Vec::new();
-        write(&messages(), &reasoning(), &mut out);
-        for cut in 0..out.len() {
-            assert_eq!(read(&out[..cut]), None, "cut at {cut}");
-        }
-        let mut longer = out.clone();
-        longer.push(0);
-        assert_eq!(read(&longer), None);
-        for i in 0..out.len() {
-            for bit in 0..8 {
-                let mut bad = out.clone();
-                bad[i] ^= 1 << bit;
-                let _ = read(&bad);
+        let mut messages_part = Vec::new();
+        write_messages(&messages(), &mut messages_part);
+        let mut reasoning_part = Vec::new();
+        write_reasoning(&reasoning(), &mut reasoning_part);
+        fn each_damage<T>(out: &[u8], read: impl Fn(&[u8]) -> Option<T>) {
+            assert!(read(out).is_some());
+            for cut in 0..out.len() {
+                assert!(read(&out[..cut]).is_none(), "cut at {cut}");
             }
+            let mut longer = out.to_vec();
+            longer.push(0);
+            assert!(read(&longer).is_none());
+            for i in 0..out.len() {
+                for bit in 0..8 {
+                    let mut bad = out.to_vec();
+                    bad[i] ^= 1 << bit;
+                    let _ = read(&bad);
+                }
+            }
+            // A count the bytes cannot hold allocates nothing.
+            assert!(read(&[0xff, 0xff, 0xff, 0xff, 0x0f]).is_none());
         }
-        // A flag this build does not know.
-        let mut unknown = out.clone();
+        each_damage(&messages_part, read_messages);
+        each_damage(&reasoning_part, read_reasoning);
+        // A flag this build does not know: the first entry's flags follow
+        // a one-byte count.
+        let mut unknown = messages_part.clone();
         unknown[1] |= 64;
-        assert_eq!(read(&unknown), None);
-        // A reasoning flag this build does not know.
-        let mut only = Vec::new();
-        write(&[], &reasoning(), &mut only);
-        assert!(read(&only).is_some());
-        only[2] |= 4;
-        assert_eq!(read(&only), None);
-        // A count the bytes cannot hold allocates nothing.
-        assert_eq!(read(&[0xff, 0xff, 0xff, 0xff, 0x0f]), None);
-        assert_eq!(read(&[0, 0xff, 0xff, 0xff, 0xff, 0x0f]), None);
+        assert_eq!(read_messages(&unknown), None);
+        let mut unknown = reasoning_part.clone();
+        unknown[1] |= 4;
+        assert_eq!(read_reasoning(&unknown), None);
     }
 }
