@@ -255,24 +255,39 @@ impl Journal {
                 return Ok(Err(Reject::OtherJournal));
             }
         }
-        // The digest first, on this thread: a long session's restore keeps
-        // a second core busy itself (`Checker::restore`), and a third
-        // thread beside the two made the hydrate slower, not faster.
-        if !snap.body_intact() {
-            return Ok(Err(Reject::Checksum));
-        }
-        Ok(Self::restore(session_id, meta, &snap).ok_or(Reject::State))
+        Ok(Self::restore(session_id, meta, &snap))
     }
 
-    fn restore(session_id: &str, meta: Meta, snap: &snapshot::Unsealed<'_>) -> Option<Self> {
+    /// The journal of an unsealed snapshot whose body's digest holds. The
+    /// digest is computed by the checker's restore, on this thread, while
+    /// a long session's restore works on its second one
+    /// ([`Checker::restore_checked`]; the restore is safe on any bytes).
+    fn restore(
+        session_id: &str,
+        meta: Meta,
+        snap: &snapshot::Unsealed<'_>,
+    ) -> Result<Self, Reject> {
+        let damaged = || match snap.body_intact() {
+            true => Reject::State,
+            false => Reject::Checksum,
+        };
         let bytes = snap.body;
-        let n = u32::from_be_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
-        let exp: BTreeMap<String, String> =
-            serde_json::from_slice(bytes.get(4..4usize.checked_add(n)?)?).ok()?;
+        let parts = || {
+            let n = u32::from_be_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
+            let exp = bytes.get(4..4usize.checked_add(n)?)?;
+            let exp: BTreeMap<String, String> = serde_json::from_slice(exp).ok()?;
+            Some((exp, bytes.get(4 + n..)?))
+        };
+        let (exp, checker) = parts().ok_or_else(damaged)?;
         let mut j = Self::new(session_id, meta);
-        j.checker = Checker::restore(j.validator, bytes.get(4 + n..)?)?;
+        let intact = || snap.body_intact();
+        let (intact, checker) = Checker::restore_checked(j.validator, checker, intact);
+        if !intact {
+            return Err(Reject::Checksum);
+        }
+        j.checker = checker.ok_or(Reject::State)?;
         if j.checker.session_head(session_id) != Some(snap.head) {
-            return None;
+            return Err(Reject::State);
         }
         j.head = snap.head;
         j.chain = snap.chain;
@@ -282,7 +297,7 @@ impl Journal {
             .into_iter()
             .filter_map(|(k, t)| Some((k, humantime::parse_rfc3339(&t).ok()?)))
             .collect();
-        Some(j)
+        Ok(j)
     }
 
     /// Rebuilds the session: from its newest snapshot when there is a

@@ -482,7 +482,31 @@ impl Checker {
     /// instead); closed history is installed as written, each record
     /// checked but none unpacked.
     pub fn restore(validator: Validator, bytes: &[u8]) -> Option<Self> {
-        snapshot::read(validator, bytes)
+        snapshot::read_checked(validator, bytes, || true).1
+    }
+
+    /// [`Checker::restore`] with a check of the same bytes (a host's
+    /// digest of them), run once on the calling thread while a long
+    /// session's restore works on its second thread, so the check costs no
+    /// time of its own. Returns the check's answer and the checker, which
+    /// is `None` when the check fails (a checker restored from bytes that
+    /// failed their check is dropped; the restore is safe on any bytes).
+    ///
+    /// ```
+    /// use narad_core::{checker::Checker, Validator};
+    ///
+    /// let bytes = Checker::default().snapshot();
+    /// let (passed, restored) = Checker::restore_checked(Validator::default(), &bytes, || true);
+    /// assert!(passed && restored.is_some());
+    /// let (passed, restored) = Checker::restore_checked(Validator::default(), &bytes, || false);
+    /// assert!(!passed && restored.is_none());
+    /// ```
+    pub fn restore_checked(
+        validator: Validator,
+        bytes: &[u8],
+        check: impl FnOnce() -> bool,
+    ) -> (bool, Option<Self>) {
+        snapshot::read_checked(validator, bytes, check)
     }
 
     /// Parses, validates and applies one record.

@@ -158,10 +158,29 @@ fn beside<A: Send, B>(
     })
 }
 
-/// The checker [`write`] wrote, parsing with `validator`; `None` for any
-/// other bytes (another format, cut short, trailing bytes, a part that
-/// does not parse).
-pub(super) fn read(validator: Validator, bytes: &[u8]) -> Option<Checker> {
+/// The checker [`write`] wrote, and the answer of `check`, which runs
+/// once on this thread: in the first session's restore (beside its second
+/// thread, when it has one), or at the end when there is none. The checker is `None` for any other bytes
+/// (another format, cut short, trailing bytes, a part that does not parse)
+/// and when `check` fails.
+pub(super) fn read_checked(
+    validator: Validator,
+    bytes: &[u8],
+    check: impl FnOnce() -> bool,
+) -> (bool, Option<Checker>) {
+    let mut check = Some(check);
+    let mut passed = None;
+    let restored = read(validator, bytes, &mut || {
+        passed = passed.or_else(|| check.take().map(|c| c()));
+    });
+    let passed = passed.or_else(|| check.take().map(|c| c()));
+    let passed = passed.unwrap_or(false);
+    (passed, restored.filter(|_| passed))
+}
+
+/// [`read_checked`] without the check's result: `alongside` runs in each
+/// session's restore, on this thread, beside the second thread if any.
+fn read(validator: Validator, bytes: &[u8], alongside: &mut dyn FnMut()) -> Option<Checker> {
     #[derive(Deserialize)]
     struct Open {
         state: Session,
@@ -198,7 +217,11 @@ pub(super) fn read(validator: Validator, bytes: &[u8]) -> Option<Checker> {
                 let closed = Closed::read(runs, tools);
                 (seen, closed, reasoning.and_then(Indexed::reasoning))
             },
-            || transcript_bytes::read_messages(messages).and_then(Indexed::messages),
+            || {
+                let messages = transcript_bytes::read_messages(messages);
+                alongside();
+                messages.and_then(Indexed::messages)
+            },
         );
         let (seen, closed, reasoning) = two?;
         (s.seen, s.closed) = (seen?, closed?);
@@ -579,6 +602,27 @@ mod tests {
         let reasoning = serde_json::to_value(reasoning).unwrap();
         carrying["sessions"]["s"]["state"]["transcript"]["reasoning"] = reasoning;
         assert!(Checker::restore(Validator::default(), &with(&carrying)).is_none());
+    }
+
+    /// The host's check runs exactly once, whether the bytes hold sessions,
+    /// none, or are no snapshot at all; when it fails, no checker.
+    #[test]
+    fn the_check_runs_once_and_a_failed_check_gives_no_checker() {
+        let (c, _) = conversation();
+        let snap = c.snapshot();
+        let empty = Checker::default().snapshot();
+        let inputs: [&[u8]; 4] = [&snap, &empty, &snap[..snap.len() - 1], b"not a snapshot"];
+        for (i, bytes) in inputs.into_iter().enumerate() {
+            for answer in [true, false] {
+                let mut runs = 0;
+                let (passed, restored) = read_checked(Validator::default(), bytes, || {
+                    runs += 1;
+                    answer
+                });
+                assert_eq!((runs, passed), (1, answer), "input {i}");
+                assert_eq!(restored.is_some(), answer && i < 2, "input {i}");
+            }
+        }
     }
 
     #[test]
