@@ -136,38 +136,76 @@ pub async fn read_journal<S: Store + ?Sized>(
     Ok(out)
 }
 
-/// One page of a listing keyed by strings, checked to advance past `after`.
-fn advanced<T>(
-    page: Vec<T>,
-    after: Option<&str>,
-    key: impl Fn(&T) -> &str,
-) -> Result<Vec<T>, StoreError> {
-    let mut last = after.map(str::to_owned);
-    for item in &page {
-        let k = key(item);
-        if last.as_deref().is_some_and(|l| k <= l) {
-            return Err(StoreError::corrupt(Damage::CursorStalled, None, None));
-        }
-        last = Some(k.to_owned());
+/// Side records listed at once: a space's records are small typed
+/// records, except reducer snapshots, which reach tens of MB for a long
+/// session (a 1M-event session's is 20 to 56 MB), so they are listed one
+/// at a time. What a copy or a comparison holds is then one page of each
+/// store, never a whole space.
+fn side_page(space: SideSpace) -> usize {
+    match space {
+        SideSpace::Snapshot => 1,
+        _ => PAGE,
     }
-    Ok(page)
 }
 
-/// Calls `each` with every page of `space`, in key order.
-async fn side_pages<S: Store + ?Sized>(
-    store: &S,
+/// A space's side records a page at a time, each page checked to continue
+/// after the last key of the one before.
+struct SidePages<'a, S: Store + ?Sized> {
+    store: &'a S,
     space: SideSpace,
-    mut each: impl FnMut(Vec<(String, bytes::Bytes)>) -> Result<(), MigrateError>,
-) -> Result<(), MigrateError> {
-    let mut after: Option<String> = None;
-    loop {
-        let page = store.list_side(space, after.as_deref(), PAGE).await?;
-        let page = advanced(page, after.as_deref(), |(k, _)| k)?;
-        let Some((last, _)) = page.last() else {
-            return Ok(());
-        };
-        after = Some(last.clone());
-        each(page)?;
+    after: Option<String>,
+}
+
+impl<'a, S: Store + ?Sized> SidePages<'a, S> {
+    fn new(store: &'a S, space: SideSpace) -> Self {
+        Self {
+            store,
+            space,
+            after: None,
+        }
+    }
+
+    /// The next page; empty after the last.
+    async fn next(&mut self) -> Result<Vec<(String, bytes::Bytes)>, StoreError> {
+        let (space, limit) = (self.space, side_page(self.space));
+        let page = self
+            .store
+            .list_side(space, self.after.as_deref(), limit)
+            .await?;
+        for (k, _) in &page {
+            if self.after.as_deref().is_some_and(|l| k.as_str() <= l) {
+                return Err(StoreError::corrupt(Damage::CursorStalled, None, None));
+            }
+            self.after = Some(k.clone());
+        }
+        Ok(page)
+    }
+}
+
+/// A session's journal an event at a time, read a page at a time.
+struct Events<'a, S: Store + ?Sized> {
+    pages: crate::JournalPages<'a, S>,
+    page: std::vec::IntoIter<crate::StoredEvent>,
+}
+
+impl<'a, S: Store + ?Sized> Events<'a, S> {
+    fn new(store: &'a S, session_id: &'a str) -> Self {
+        Self {
+            pages: crate::JournalPages::new(store, session_id, 0, PAGE),
+            page: Vec::new().into_iter(),
+        }
+    }
+
+    async fn next(&mut self) -> Result<Option<crate::StoredEvent>, StoreError> {
+        loop {
+            if let Some(ev) = self.page.next() {
+                return Ok(Some(ev));
+            }
+            match self.pages.next().await? {
+                Some(page) => self.page = page.into_iter(),
+                None => return Ok(None),
+            }
+        }
     }
 }
 
@@ -175,10 +213,15 @@ async fn side_pages<S: Store + ?Sized>(
 async fn all_workspaces<S: Store + ?Sized>(store: &S) -> Result<Vec<String>, StoreError> {
     let mut out: Vec<String> = Vec::new();
     loop {
-        let page = store
-            .list_workspaces(out.last().map(String::as_str), PAGE)
-            .await?;
-        let page = advanced(page, out.last().map(String::as_str), |w| w)?;
+        let after = out.last().map(String::as_str);
+        let page = store.list_workspaces(after, PAGE).await?;
+        let mut last = after.map(str::to_owned);
+        for w in &page {
+            if last.as_deref().is_some_and(|l| w.as_str() <= l) {
+                return Err(StoreError::corrupt(Damage::CursorStalled, None, None));
+            }
+            last = Some(w.clone());
+        }
         if page.is_empty() {
             return Ok(out);
         }
@@ -186,22 +229,86 @@ async fn all_workspaces<S: Store + ?Sized>(store: &S) -> Result<Vec<String>, Sto
     }
 }
 
-/// A workspace's whole watch stream.
-async fn watch_stream<S: Store + ?Sized>(
-    store: &S,
-    workspace: &str,
-) -> Result<Vec<crate::StoredWatch>, StoreError> {
-    let mut out: Vec<crate::StoredWatch> = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = store.read_watch(workspace, after, PAGE).await?;
-        for ev in &page.events {
-            after = row::advance(workspace, after, ev.revision)?;
+/// A workspace's watch stream a page at a time, the revision checked to
+/// advance.
+struct WatchPages<'a, S: Store + ?Sized> {
+    store: &'a S,
+    workspace: &'a str,
+    after: u64,
+    done: bool,
+}
+
+impl<'a, S: Store + ?Sized> WatchPages<'a, S> {
+    fn new(store: &'a S, workspace: &'a str) -> Self {
+        Self {
+            store,
+            workspace,
+            after: 0,
+            done: false,
         }
-        let more = page.next.is_some() && !page.events.is_empty();
-        out.extend(page.events);
-        if !more {
-            return Ok(out);
+    }
+
+    /// The next page; empty after the last.
+    async fn next(&mut self) -> Result<Vec<crate::StoredWatch>, StoreError> {
+        if self.done {
+            return Ok(Vec::new());
+        }
+        let page = self
+            .store
+            .read_watch(self.workspace, self.after, PAGE)
+            .await?;
+        for ev in &page.events {
+            self.after = row::advance(self.workspace, self.after, ev.revision)?;
+        }
+        self.done = page.next.is_none() || page.events.is_empty();
+        Ok(page.events)
+    }
+}
+
+/// Appends to `to` what it lacks of `sid`'s journal in `from`, a page at a
+/// time; answers how many events. The target must hold a prefix of the
+/// source's journal, compared event by event as both are read.
+async fn copy_journal<A: Store + ?Sized, B: Store + ?Sized>(
+    from: &A,
+    to: &B,
+    sid: &str,
+) -> Result<u64, MigrateError> {
+    let differs = || MigrateError::TargetDiffers {
+        session: sid.to_owned(),
+    };
+    let target_head = to.head(sid).await?;
+    let mut source = Events::new(from, sid);
+    let mut target = Events::new(to, sid);
+    let mut held = 0u64;
+    while let Some(t) = target.next().await? {
+        if source.next().await?.is_none_or(|s| s.bytes != t.bytes) {
+            return Err(differs());
+        }
+        held += 1;
+    }
+    if held != target_head {
+        return Err(differs());
+    }
+    let (mut head, mut events, mut bytes) = (target_head, Vec::new(), 0);
+    loop {
+        let ev = source.next().await?;
+        let last = ev.is_none();
+        if let Some(ev) = ev {
+            bytes += ev.bytes.len();
+            events.push(ev);
+        }
+        if !events.is_empty() && (last || crate::page_full(events.len(), bytes, PAGE)) {
+            let batch = Batch {
+                session_id: sid.to_owned(),
+                expected_head: head,
+                events: std::mem::take(&mut events),
+                ..Batch::default()
+            };
+            head = to.append(batch).await?.head;
+            bytes = 0;
+        }
+        if last {
+            return Ok(head - target_head);
         }
     }
 }
@@ -212,6 +319,10 @@ async fn watch_stream<S: Store + ?Sized>(
 /// every workspace's watch stream (redelivery makes a repeat a no-op).
 /// `progress` is called with each session before it is copied. Answers
 /// what this run copied; [`compare`] then checks the whole target.
+///
+/// Memory: a page of each store at a time (one reducer snapshot, or up to
+/// 1,000 small side records, or a journal page of at most 1,000 events and
+/// [`crate::PAGE_BYTES`]), plus the list of session ids.
 pub async fn copy_all<A: Store + ?Sized, B: Store + ?Sized>(
     from: &A,
     to: &B,
@@ -221,40 +332,17 @@ pub async fn copy_all<A: Store + ?Sized, B: Store + ?Sized>(
     let sessions = all_sessions(from).await?;
     for (i, sid) in sessions.iter().enumerate() {
         progress(i, sessions.len(), sid);
-        let source = read_journal(from, sid).await?;
-        let target_head = to.head(sid).await?;
-        let done = read_journal(to, sid).await?;
-        if done.len() as u64 != target_head
-            || done.len() > source.len()
-            || done.iter().zip(&source).any(|(a, b)| a.bytes != b.bytes)
-        {
-            return Err(MigrateError::TargetDiffers {
-                session: sid.clone(),
-            });
-        }
-        let mut head = target_head;
-        let rest = &source[done.len()..];
-        for chunk in rest.chunks(PAGE) {
-            let batch = Batch {
-                session_id: sid.clone(),
-                expected_head: head,
-                events: chunk.to_vec(),
-                ..Batch::default()
-            };
-            head = to.append(batch).await?.head;
-        }
+        copied.events += copy_journal(from, to, sid).await?;
         copied.sessions += 1;
-        copied.events += rest.len() as u64;
     }
     for space in SideSpace::ALL {
         let Carry::Verbatim = how(space);
-        let mut pages = Vec::new();
-        side_pages(from, space, |page| {
-            pages.push(page);
-            Ok(())
-        })
-        .await?;
-        for page in pages {
+        let mut pages = SidePages::new(from, space);
+        loop {
+            let page = pages.next().await?;
+            if page.is_empty() {
+                break;
+            }
             *copied.side.entry(space).or_default() += page.len() as u64;
             // A batch with no session and no events is not head-guarded.
             let batch = Batch {
@@ -273,16 +361,20 @@ pub async fn copy_all<A: Store + ?Sized, B: Store + ?Sized>(
         }
     }
     for ws in all_workspaces(from).await? {
-        let stream = watch_stream(from, &ws).await?;
         copied.workspaces += 1;
-        copied.watch_events += stream.len() as u64;
-        for chunk in stream.chunks(PAGE) {
+        let mut pages = WatchPages::new(from, &ws);
+        loop {
+            let page = pages.next().await?;
+            if page.is_empty() {
+                break;
+            }
+            copied.watch_events += page.len() as u64;
             let batch = Batch {
-                watch: chunk
-                    .iter()
+                watch: page
+                    .into_iter()
                     .map(|event| WatchWrite {
                         workspace_id: ws.clone(),
-                        event: event.clone(),
+                        event,
                     })
                     .collect(),
                 ..Batch::default()
@@ -296,7 +388,8 @@ pub async fn copy_all<A: Store + ?Sized, B: Store + ?Sized>(
 /// Compares every part of two stores: each journal's bytes, every record
 /// (key and bytes) of every side space, the list of workspaces and each
 /// watch stream (revisions and bytes). Answers the tally of `from` when
-/// `to` holds exactly the same; else the first part that differs.
+/// `to` holds exactly the same; else the first part that differs. Reads
+/// both stores a page at a time, as [`copy_all`] does.
 pub async fn compare<A: Store + ?Sized, B: Store + ?Sized>(
     from: &A,
     to: &B,
@@ -308,43 +401,55 @@ pub async fn compare<A: Store + ?Sized, B: Store + ?Sized>(
         return Err(differs("sessions".into()));
     }
     for sid in &sessions {
-        let a = read_journal(from, sid).await?;
-        let b = read_journal(to, sid).await?;
-        if a.len() != b.len() || a.iter().zip(&b).any(|(x, y)| x.bytes != y.bytes) {
-            return Err(differs(format!("journal of {sid}")));
+        let (mut a, mut b) = (Events::new(from, sid), Events::new(to, sid));
+        loop {
+            match (a.next().await?, b.next().await?) {
+                (None, None) => break,
+                (Some(x), Some(y)) if x.bytes == y.bytes => tally.events += 1,
+                _ => return Err(differs(format!("journal of {sid}"))),
+            }
         }
         tally.sessions += 1;
-        tally.events += a.len() as u64;
     }
     for space in SideSpace::ALL {
-        let mut a = Vec::new();
-        side_pages(from, space, |p| {
-            a.extend(p);
-            Ok(())
-        })
-        .await?;
-        let mut b = Vec::new();
-        side_pages(to, space, |p| {
-            b.extend(p);
-            Ok(())
-        })
-        .await?;
-        if a != b {
-            return Err(differs(space.name().into()));
+        // Both list with the same cursor and page size, so equal spaces
+        // give equal pages, and the first unequal page is a difference.
+        let (mut a, mut b) = (SidePages::new(from, space), SidePages::new(to, space));
+        let mut n = 0;
+        loop {
+            let page = a.next().await?;
+            if b.next().await? != page {
+                return Err(differs(space.name().into()));
+            }
+            if page.is_empty() {
+                break;
+            }
+            n += page.len() as u64;
         }
-        tally.side.insert(space, a.len() as u64);
+        tally.side.insert(space, n);
     }
     let workspaces = all_workspaces(from).await?;
     if all_workspaces(to).await? != workspaces {
         return Err(differs("workspaces".into()));
     }
     for ws in &workspaces {
-        let a = watch_stream(from, ws).await?;
-        if watch_stream(to, ws).await? != a {
-            return Err(differs(format!("watch stream of {ws}")));
+        let (mut a, mut b) = (WatchPages::new(from, ws), WatchPages::new(to, ws));
+        let (mut x, mut y) = (Vec::new().into_iter(), Vec::new().into_iter());
+        loop {
+            // The two streams may page at different revisions.
+            if x.len() == 0 {
+                x = a.next().await?.into_iter();
+            }
+            if y.len() == 0 {
+                y = b.next().await?.into_iter();
+            }
+            match (x.next(), y.next()) {
+                (None, None) => break,
+                (Some(p), Some(q)) if p == q => tally.watch_events += 1,
+                _ => return Err(differs(format!("watch stream of {ws}"))),
+            }
         }
         tally.workspaces += 1;
-        tally.watch_events += a.len() as u64;
     }
     Ok(tally)
 }

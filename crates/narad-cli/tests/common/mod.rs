@@ -48,11 +48,16 @@ pub fn children_peak_rss_kib() -> i64 {
 
 /// Asserts every child so far stayed under [`RSS_LIMIT_KIB`].
 pub fn assert_children_rss_bounded(what: &str) {
+    assert_children_rss_under(what, RSS_LIMIT_KIB);
+}
+
+/// Asserts every child so far stayed under `limit` KiB of peak RSS.
+pub fn assert_children_rss_under(what: &str, limit: i64) {
     let peak = children_peak_rss_kib();
-    eprintln!("{what}: children's peak RSS so far {peak} KiB (bound {RSS_LIMIT_KIB} KiB)");
+    eprintln!("{what}: children's peak RSS so far {peak} KiB (bound {limit} KiB)");
     assert!(
-        peak <= RSS_LIMIT_KIB,
-        "{what}: a child peaked at {peak} KiB RSS, over the bound of {RSS_LIMIT_KIB} KiB"
+        peak <= limit,
+        "{what}: a child peaked at {peak} KiB RSS, over the bound of {limit} KiB"
     );
 }
 
