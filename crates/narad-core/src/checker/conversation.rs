@@ -88,15 +88,15 @@ fn reasoning_ids<'a>(r: &'a [Reasoning]) -> impl Fn(usize) -> Option<&'a str> + 
 
 /// A list of the transcript with its id index, as a restore builds them
 /// (the two lists on two threads; indexes are not serialized).
-pub(super) struct Indexed<T>(Vec<T>, IdIndex);
+pub(super) struct IndexedList<T>(Vec<T>, IdIndex);
 
-impl<T> Indexed<T> {
+impl<T> IndexedList<T> {
     pub(super) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 }
 
-impl Indexed<Message> {
+impl IndexedList<Message> {
     /// `None` if an id repeats, which no checker writes.
     pub(super) fn messages(m: Vec<Message>) -> Option<Self> {
         let index = IdIndex::build(m.len(), message_ids(&m))?;
@@ -104,7 +104,7 @@ impl Indexed<Message> {
     }
 }
 
-impl Indexed<Reasoning> {
+impl IndexedList<Reasoning> {
     /// `None` if an id repeats, which no checker writes.
     pub(super) fn reasoning(r: Vec<Reasoning>) -> Option<Self> {
         let index = IdIndex::build(r.len(), reasoning_ids(&r))?;
@@ -114,7 +114,10 @@ impl Indexed<Reasoning> {
 
 impl Transcript {
     /// The transcript of the two restored lists.
-    pub(super) fn restored(messages: Indexed<Message>, reasoning: Indexed<Reasoning>) -> Self {
+    pub(super) fn restored(
+        messages: IndexedList<Message>,
+        reasoning: IndexedList<Reasoning>,
+    ) -> Self {
         Self {
             messages: messages.0,
             reasoning: reasoning.0,

@@ -23,7 +23,7 @@
 //! host replays) and installs the arenas as they are.
 
 use super::closed::Closed;
-use super::conversation::Indexed;
+use super::conversation::IndexedList;
 use super::derived::{Derived, Graphs};
 use super::seen::Seen;
 use super::session::Session;
@@ -215,12 +215,12 @@ fn read(validator: Validator, bytes: &[u8], alongside: &mut dyn FnMut()) -> Opti
                 let reasoning = transcript_bytes::read_reasoning(reasoning);
                 let seen = Seen::from_bytes(seen);
                 let closed = Closed::read(runs, tools);
-                (seen, closed, reasoning.and_then(Indexed::reasoning))
+                (seen, closed, reasoning.and_then(IndexedList::reasoning))
             },
             || {
                 let messages = transcript_bytes::read_messages(messages);
                 alongside();
-                messages.and_then(Indexed::messages)
+                messages.and_then(IndexedList::messages)
             },
         );
         let (seen, closed, reasoning) = two?;
@@ -602,6 +602,21 @@ mod tests {
         let reasoning = serde_json::to_value(reasoning).unwrap();
         carrying["sessions"]["s"]["state"]["transcript"]["reasoning"] = reasoning;
         assert!(Checker::restore(Validator::default(), &with(&carrying)).is_none());
+    }
+
+    /// The second thread's work comes back; if it panics, `beside` answers
+    /// `None` for it (and the caller refuses the snapshot), never a panic
+    /// of its own.
+    #[test]
+    fn beside_returns_both_results_and_survives_a_panic_on_the_second_thread() {
+        assert_eq!(beside(usize::MAX, || 1, || 2), (Some(1), 2));
+        assert_eq!(beside(0, || 1, || 2), (Some(1), 2));
+        let (a, b) = beside(
+            usize::MAX,
+            || -> u8 { panic!("on the second thread") },
+            || 2,
+        );
+        assert_eq!((a, b), (None, 2));
     }
 
     /// The host's check runs exactly once, whether the bytes hold sessions,
