@@ -172,14 +172,25 @@ impl<'a, S: Store + ?Sized> SidePages<'a, S> {
             .store
             .list_side(space, self.after.as_deref(), limit)
             .await?;
-        for (k, _) in &page {
-            if self.after.as_deref().is_some_and(|l| k.as_str() <= l) {
-                return Err(StoreError::corrupt(Damage::CursorStalled, None, None));
-            }
-            self.after = Some(k.clone());
-        }
+        advance(&mut self.after, page.iter().map(|(k, _)| k.as_str()))?;
         Ok(page)
     }
+}
+
+/// Moves a listing's cursor `after` over the keys of its next page, each of
+/// which must sort after the one before (a damaged store must not make a
+/// reader loop).
+fn advance<'k>(
+    after: &mut Option<String>,
+    keys: impl Iterator<Item = &'k str>,
+) -> Result<(), StoreError> {
+    for k in keys {
+        if after.as_deref().is_some_and(|l| k <= l) {
+            return Err(StoreError::corrupt(Damage::CursorStalled, None, None));
+        }
+        *after = Some(k.to_owned());
+    }
+    Ok(())
 }
 
 /// A session's journal an event at a time, read a page at a time.
@@ -213,15 +224,9 @@ impl<'a, S: Store + ?Sized> Events<'a, S> {
 async fn all_workspaces<S: Store + ?Sized>(store: &S) -> Result<Vec<String>, StoreError> {
     let mut out: Vec<String> = Vec::new();
     loop {
-        let after = out.last().map(String::as_str);
-        let page = store.list_workspaces(after, PAGE).await?;
-        let mut last = after.map(str::to_owned);
-        for w in &page {
-            if last.as_deref().is_some_and(|l| w.as_str() <= l) {
-                return Err(StoreError::corrupt(Damage::CursorStalled, None, None));
-            }
-            last = Some(w.clone());
-        }
+        let mut after = out.last().cloned();
+        let page = store.list_workspaces(after.as_deref(), PAGE).await?;
+        advance(&mut after, page.iter().map(String::as_str))?;
         if page.is_empty() {
             return Ok(out);
         }
