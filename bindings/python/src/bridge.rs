@@ -4,12 +4,14 @@
 //! a poll never waits on IO): a call that does not wait is done with no
 //! thread hop. (With many in flight, calls start on the workers, so the
 //! engine's work runs in parallel rather than on the loop's thread.) A call
-//! that waits is woken by the store's completion; that first wake-up queues
-//! one poll on the asyncio loop ([`LoopChannel`], a pipe the loop watches
-//! with `loop.add_reader`, one byte per batch), which usually finishes the
+//! that waits is woken by the store's completion; that wake-up queues one
+//! poll on the asyncio loop ([`LoopChannel`], a pipe the loop watches with
+//! `loop.add_reader`, one byte per batch), which usually finishes the
 //! command and sets its result there: one thread hop per command, as a Rust
-//! caller pays. A call still waiting after that poll moves onto a tokio
-//! worker at its next wake-up and runs to its end there like a Rust
+//! caller pays. A command that waits twice (`end_run` reads the session's
+//! queue, then appends) gets a second poll on the loop the same way
+//! ([`LOOP_POLLS`]). A call still waiting after those polls moves onto a
+//! tokio worker at its next wake-up and runs to its end there like a Rust
 //! caller's; only its output is queued for the loop.
 //!
 //! Measured alternatives: letting the loop drive the future to its end
@@ -17,7 +19,10 @@
 //! write), which made it 2-3x slower than a Rust caller; spawning on the
 //! runtime right after the first poll costs a worker wake-up per call;
 //! moving the call onto a worker at its first wake-up (`NARAD_LOOP_WAKE=0`)
-//! costs two hops per command (store → worker → loop).
+//! costs two hops per command (store → worker → loop); with one loop poll
+//! (`NARAD_LOOP_POLLS=1`), a command that waits twice pays three (store →
+//! loop, store → worker → loop), which cost the one-session SQLite bench
+//! about 0.07 of its Python/Rust ratio.
 //!
 //! Why not a stock bridge: a tokio worker that waits for the GIL stalls
 //! every other session on that worker, and one that takes it while the
@@ -150,9 +155,9 @@ fn loop_wake_flag() -> &'static AtomicBool {
     })
 }
 
-/// Whether an inline-polled call's first wake-up polls it on the loop
-/// (`NARAD_LOOP_WAKE=0`, or `_native._set_loop_wake(False)`, moves it onto a
-/// worker instead; for measuring).
+/// Whether an inline-polled call's wake-ups (up to [`LOOP_POLLS`]) poll it
+/// on the loop (`NARAD_LOOP_WAKE=0`, or `_native._set_loop_wake(False)`,
+/// moves it onto a worker at its first wake-up instead; for measuring).
 fn loop_first_wake() -> bool {
     loop_wake_flag().load(Ordering::Relaxed)
 }
@@ -162,6 +167,24 @@ fn loop_first_wake() -> bool {
 #[pyfunction]
 pub fn _set_loop_wake(on: bool) -> bool {
     loop_wake_flag().swap(on, Ordering::Relaxed)
+}
+
+/// How many wake-ups of an inline-polled call are polled on the loop
+/// before the call moves onto a worker. Two covers every command of an
+/// agent turn (at most two waits each); a longer one (a hydrate that pages
+/// through a journal) does the rest of its work on a worker, not on the
+/// loop's thread.
+const LOOP_POLLS: usize = 2;
+
+/// [`LOOP_POLLS`], or `NARAD_LOOP_POLLS` (for measuring).
+fn loop_polls() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("NARAD_LOOP_POLLS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(LOOP_POLLS)
+    })
 }
 
 /// Counts a command in [`BUSY`] until its task is dropped.
@@ -199,10 +222,10 @@ struct Task {
     driver: Driver,
     /// Runtime: moved onto a worker. Loop: queued for a poll.
     scheduled: AtomicBool,
-    /// Runtime driver, polled inline: the next wake-up queues one poll on
-    /// the loop's thread instead of moving the call onto a worker (see
+    /// Runtime driver, polled inline: how many more wake-ups queue a poll
+    /// on the loop's thread instead of moving the call onto a worker (see
     /// [`Task::wake_by_ref`]).
-    wake_to_loop: AtomicBool,
+    wake_to_loop: AtomicUsize,
     mark: AtomicUsize,
     abort: Mutex<Option<tokio::task::AbortHandle>>,
     /// Set when the asyncio future was cancelled (abortable waits only).
@@ -219,14 +242,19 @@ impl Wake for Task {
         if self.scheduled.swap(true, Ordering::AcqRel) {
             return;
         }
-        // The first wake-up of an inline-polled call (usually the store's
+        // A wake-up of an inline-polled call (usually the store's
         // completion, after which the command finishes) wakes the loop,
         // which polls it and sets the result there: one thread hop, as a
         // Rust caller pays, instead of worker then loop. A call still
-        // pending after that poll goes to a worker on its next wake-up, so
-        // the loop never drives a command's every internal await.
+        // pending after LOOP_POLLS such polls goes to a worker on its next
+        // wake-up, so the loop never drives a long call's every await.
         add_since(NS_PENDING_TO_WAKE, &self.mark);
-        if self.driver == Driver::Loop || self.wake_to_loop.swap(false, Ordering::AcqRel) {
+        if self.driver == Driver::Loop
+            || self
+                .wake_to_loop
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                .is_ok()
+        {
             self.channel.get().push(Item::Poll(Arc::clone(self)));
             return;
         }
@@ -507,7 +535,11 @@ where
         channel,
         driver,
         scheduled: AtomicBool::new(false),
-        wake_to_loop: AtomicBool::new(driver == Driver::Runtime && loop_first_wake()),
+        wake_to_loop: AtomicUsize::new(if driver == Driver::Runtime && loop_first_wake() {
+            loop_polls()
+        } else {
+            0
+        }),
         mark: AtomicUsize::new(0),
         abort: Mutex::new(None),
         cancelled: AtomicBool::new(false),
@@ -515,7 +547,7 @@ where
     });
     let crowded = BUSY.load(Ordering::Acquire) > inline_limit();
     if driver == Driver::Runtime && crowded {
-        task.wake_to_loop.store(false, Ordering::Release);
+        task.wake_to_loop.store(0, Ordering::Release);
         task.wake_by_ref();
     } else if let Some(done) = {
         let t0 = now_ns();

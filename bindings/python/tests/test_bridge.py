@@ -39,6 +39,27 @@ async def test_first_wake_is_polled_on_the_loop(url):
     await e.close()
 
 
+async def test_a_command_that_waits_twice_finishes_on_the_loop(url):
+    # end_run waits twice (it reads the session's queue, then appends): its
+    # second wake-up is polled on the loop as well, so no command of these
+    # turns goes to a worker (with one loop poll each end_run would: a
+    # third thread hop, store -> worker -> loop). The session's first
+    # command loads it into the cache (more waits), so it is not counted.
+    e = await narad.Engine.open(url)
+    sid = await e.create_session()
+    was = _native._set_loop_wake(True)
+    try:
+        await _turns(e, sid, 1)
+        d = await _turns(e, sid, 10)
+    finally:
+        _native._set_loop_wake(was)
+    assert d[LOOP_PENDING] >= 10  # each end_run's first loop poll waited
+    assert d[SPAWNED] == 0
+    st = await e.state(sid)
+    assert len(st.runs) == 11 and all(r.state == "finished" for r in st.runs.values())
+    await e.close()
+
+
 async def test_first_wake_can_go_to_a_worker(url):
     # The measured alternative (NARAD_LOOP_WAKE=0): the first wake-up moves
     # the call onto a worker and the loop only receives its output.
