@@ -3,7 +3,7 @@
 //! as display-only replacement, snapshot replacement, and the default
 //! visibility rule.
 
-use super::id_index::IdIndex;
+use super::id_index::{Hashes, IdIndex};
 use super::{fail, Label, R};
 use crate::model::{AuthorityEnvelope, AuthorityPayload, Role, Scope};
 use serde::{Deserialize, Serialize};
@@ -97,17 +97,19 @@ impl<T> IndexedList<T> {
 }
 
 impl IndexedList<Message> {
-    /// `None` if an id repeats, which no checker writes.
-    pub(super) fn messages(m: Vec<Message>) -> Option<Self> {
-        let index = IdIndex::build(m.len(), message_ids(&m))?;
+    /// The messages a decoder read, with their id hashes in order; `None`
+    /// if an id repeats, which no checker writes.
+    pub(super) fn messages((m, hashes): (Vec<Message>, Hashes)) -> Option<Self> {
+        let index = IdIndex::from_hashes(hashes, message_ids(&m))?;
         Some(Self(m, index))
     }
 }
 
 impl IndexedList<Reasoning> {
-    /// `None` if an id repeats, which no checker writes.
-    pub(super) fn reasoning(r: Vec<Reasoning>) -> Option<Self> {
-        let index = IdIndex::build(r.len(), reasoning_ids(&r))?;
+    /// The reasoning streams a decoder read, with their id hashes in
+    /// order; `None` if an id repeats, which no checker writes.
+    pub(super) fn reasoning((r, hashes): (Vec<Reasoning>, Hashes)) -> Option<Self> {
+        let index = IdIndex::from_hashes(hashes, reasoning_ids(&r))?;
         Some(Self(r, index))
     }
 }

@@ -23,32 +23,40 @@ pub(super) struct IdIndex {
 }
 
 impl IdIndex {
-    /// The index of the `n` ids at positions `0..n`; `None` if an id
+    /// The index of the ids whose hashes `hashes` took, in order (as a
+    /// decoder gathers them while each id is in cache: reading them again
+    /// from a long list misses the cache once per id); `None` if an id
     /// repeats or a position has none.
-    pub fn build<'a>(n: usize, id_at: impl Fn(usize) -> Option<&'a str> + Copy) -> Option<Self> {
+    pub fn from_hashes<'a>(
+        hashes: Hashes,
+        id_at: impl Fn(usize) -> Option<&'a str>,
+    ) -> Option<Self> {
         let mut index = Self::default();
-        index.by_hash.reserve(n);
-        let Ok(n32) = u32::try_from(n) else {
-            for i in 0..n {
-                if !index.insert(id_at(i)?, i, id_at) {
-                    return None;
-                }
-            }
-            return Some(index);
-        };
-        let mut all = Vec::with_capacity(n);
-        for i in 0..n32 {
-            all.push((id_hash(id_at(i as usize)?), i));
-        }
+        index.by_hash.reserve(hashes.0.len());
         // In the order of the table's buckets, so the inserts walk the
         // table instead of missing the cache each (`arena.rs` does the
         // same). Which of two ids that share a hash goes to `clashes`
-        // then depends on that order; lookups do not.
+        // then depends on that order; lookups do not. An id is read only
+        // when its hash is taken.
         let mask = (index.by_hash.capacity() / 7 * 8).next_power_of_two() as u64 - 1;
-        for (h, i) in by_bucket(all, mask) {
+        for (h, i) in by_bucket(hashes.0, mask) {
             let i = i as usize;
-            if !index.insert_hashed(h, id_at(i)?, i, id_at) {
-                return None;
+            match index.by_hash.entry(h) {
+                Entry::Vacant(v) => {
+                    v.insert(i);
+                }
+                Entry::Occupied(o) => {
+                    let id = id_at(i)?;
+                    if id_at(*o.get()) == Some(id) {
+                        return None;
+                    }
+                    match index.clashes.entry(id.into()) {
+                        btree_map::Entry::Vacant(v) => {
+                            v.insert(i);
+                        }
+                        btree_map::Entry::Occupied(_) => return None,
+                    }
+                }
             }
         }
         Some(index)
@@ -71,18 +79,7 @@ impl IdIndex {
         position: usize,
         id_at: impl Fn(usize) -> Option<&'a str>,
     ) -> bool {
-        self.insert_hashed(id_hash(id), id, position, id_at)
-    }
-
-    /// [`IdIndex::insert`] with the id's hash already taken.
-    fn insert_hashed<'a>(
-        &mut self,
-        hash: u64,
-        id: &str,
-        position: usize,
-        id_at: impl Fn(usize) -> Option<&'a str>,
-    ) -> bool {
-        match self.by_hash.entry(hash) {
+        match self.by_hash.entry(id_hash(id)) {
             Entry::Vacant(v) => {
                 v.insert(position);
                 true
@@ -101,6 +98,25 @@ impl IdIndex {
     pub fn clear(&mut self) {
         self.by_hash.clear();
         self.clashes.clear();
+    }
+}
+
+/// The id hashes of positions `0, 1, ...`, in order, for
+/// [`IdIndex::from_hashes`].
+#[derive(Default)]
+pub(super) struct Hashes(Vec<(u64, u32)>);
+
+impl Hashes {
+    pub fn with_capacity(n: usize) -> Self {
+        Self(Vec::with_capacity(n))
+    }
+
+    /// Takes the hash of the next position's id; `None` past `u32::MAX`
+    /// positions.
+    pub fn push(&mut self, id: &str) -> Option<()> {
+        let at = u32::try_from(self.0.len()).ok()?;
+        self.0.push((id_hash(id), at));
+        Some(())
     }
 }
 
@@ -129,17 +145,25 @@ mod tests {
         move |p| ids.get(p).map(String::as_str)
     }
 
+    fn build(ids: &[String]) -> Option<IdIndex> {
+        let mut hashes = Hashes::default();
+        for id in ids {
+            hashes.push(id)?;
+        }
+        IdIndex::from_hashes(hashes, at(ids))
+    }
+
     #[test]
     fn finds_every_id_and_refuses_a_repeat() {
         let ids: Vec<String> = (0..1000).map(|i| format!("m{i}")).collect();
-        let index = IdIndex::build(ids.len(), at(&ids)).unwrap();
+        let index = build(&ids).unwrap();
         for (i, id) in ids.iter().enumerate() {
             assert_eq!(index.get(id, at(&ids)), Some(i));
         }
         assert_eq!(index.get("m1000", at(&ids)), None);
         let mut twice = ids.clone();
         twice.push("m7".into());
-        assert!(IdIndex::build(twice.len(), at(&twice)).is_none());
+        assert!(build(&twice).is_none());
     }
 
     /// Two ids under one hash: the second goes to the ordered map and both
@@ -158,5 +182,32 @@ mod tests {
         assert!(!index.insert("b", 1, at(&ids)), "a repeat is refused");
         index.by_hash.insert(id_hash("c"), 0);
         assert_eq!(index.get("c", at(&ids)), None);
+    }
+
+    /// Hashes a decoder took: ids under one hash are both found (one
+    /// through the ordered map), and a repeated id is refused.
+    #[test]
+    fn an_index_from_hashes_tells_shared_hashes_apart() {
+        let ids: Vec<String> = (0..100).map(|i| format!("m{i}")).collect();
+        let mut hashes = Hashes::default();
+        for id in &ids {
+            hashes.push(id).unwrap();
+        }
+        // A crafted clash: m3 taken under m7's hash, so m7 finds its
+        // hash held by another id (m3 itself is then under no hash of its
+        // own, which real hashes cannot do).
+        hashes.0[3].0 = id_hash("m7");
+        let index = IdIndex::from_hashes(hashes, at(&ids)).unwrap();
+        assert_eq!(index.clashes.len(), 1);
+        for (i, id) in ids.iter().enumerate().filter(|(i, _)| *i != 3) {
+            assert_eq!(index.get(id, at(&ids)), Some(i), "{id}");
+        }
+        let mut twice = ids.clone();
+        twice.push("m42".into());
+        let mut hashes = Hashes::default();
+        for id in &twice {
+            hashes.push(id).unwrap();
+        }
+        assert!(IdIndex::from_hashes(hashes, at(&twice)).is_none());
     }
 }

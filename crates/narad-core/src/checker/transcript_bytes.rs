@@ -17,6 +17,7 @@
 
 use super::arena::{put_str, put_varint, take_str, varint};
 use super::conversation::{Message, Reasoning};
+use super::id_index::Hashes;
 use super::Label;
 
 const COMPLETED: u8 = 1;
@@ -59,20 +60,23 @@ pub(super) fn write_reasoning(reasoning: &[Reasoning], out: &mut Vec<u8>) {
 
 /// The reasoning streams [`write_reasoning`] wrote; `None` for any other
 /// bytes.
-pub(super) fn read_reasoning(b: &[u8]) -> Option<Vec<Reasoning>> {
+pub(super) fn read_reasoning(b: &[u8]) -> Option<(Vec<Reasoning>, Hashes)> {
     let mut at = 0;
     let count = varint(b, &mut at)?;
     if count > b.len().saturating_sub(at) / MIN_REASONING {
         return None;
     }
     let mut reasoning = Vec::with_capacity(count);
+    let mut hashes = Hashes::with_capacity(count);
     for _ in 0..count {
         let flags = *b.get(at)?;
         at += 1;
         if flags & !KNOWN_REASONING != 0 {
             return None;
         }
-        let reasoning_id = take_str(b, &mut at)?.to_owned();
+        let reasoning_id = take_str(b, &mut at)?;
+        hashes.push(reasoning_id)?;
+        let reasoning_id = reasoning_id.to_owned();
         let message_id = match flags & MESSAGE_ID != 0 {
             true => Some(take_str(b, &mut at)?.to_owned()),
             false => None,
@@ -85,7 +89,7 @@ pub(super) fn read_reasoning(b: &[u8]) -> Option<Vec<Reasoning>> {
             completed: flags & COMPLETED != 0,
         });
     }
-    (at == b.len()).then_some(reasoning)
+    (at == b.len()).then_some((reasoning, hashes))
 }
 
 /// Appends the messages part of `messages`.
@@ -126,7 +130,7 @@ pub(super) fn write_messages(messages: &[Message], out: &mut Vec<u8>) {
 }
 
 /// The messages [`write_messages`] wrote; `None` for any other bytes.
-pub(super) fn read_messages(b: &[u8]) -> Option<Vec<Message>> {
+pub(super) fn read_messages(b: &[u8]) -> Option<(Vec<Message>, Hashes)> {
     let mut at = 0;
     let at = &mut at;
     let count = varint(b, at)?;
@@ -134,6 +138,7 @@ pub(super) fn read_messages(b: &[u8]) -> Option<Vec<Message>> {
         return None;
     }
     let mut messages = Vec::with_capacity(count);
+    let mut hashes = Hashes::with_capacity(count);
     let string = |at: &mut usize| take_str(b, at).map(str::to_owned);
     for _ in 0..count {
         let flags = *b.get(*at)?;
@@ -141,7 +146,9 @@ pub(super) fn read_messages(b: &[u8]) -> Option<Vec<Message>> {
         if flags & !KNOWN != 0 || (flags & REDACTED_TEXT != 0 && flags & REDACTED == 0) {
             return None;
         }
-        let message_id = string(at)?;
+        let message_id = take_str(b, at)?;
+        hashes.push(message_id)?;
+        let message_id = message_id.to_owned();
         // Known words are held without a copy (`Label`).
         let role = take_str(b, at).map(Label::new)?;
         let scope = take_str(b, at).map(Label::new)?;
@@ -181,7 +188,7 @@ pub(super) fn read_messages(b: &[u8]) -> Option<Vec<Message>> {
             attachment_ids,
         });
     }
-    (*at == b.len()).then_some(messages)
+    (*at == b.len()).then_some((messages, hashes))
 }
 
 #[cfg(test)]
@@ -233,12 +240,18 @@ mod tests {
         for n in 0..=5 {
             let mut out = Vec::new();
             write_messages(&messages()[..n], &mut out);
-            assert_eq!(read_messages(&out), Some(messages()[..n].to_vec()));
+            assert_eq!(
+                read_messages(&out).map(|r| r.0),
+                Some(messages()[..n].to_vec())
+            );
         }
         for n in 0..=reasoning().len() {
             let mut out = Vec::new();
             write_reasoning(&reasoning()[..n], &mut out);
-            assert_eq!(read_reasoning(&out), Some(reasoning()[..n].to_vec()));
+            assert_eq!(
+                read_reasoning(&out).map(|r| r.0),
+                Some(reasoning()[..n].to_vec())
+            );
         }
     }
 
@@ -274,9 +287,9 @@ mod tests {
         // a one-byte count.
         let mut unknown = messages_part.clone();
         unknown[1] |= 64;
-        assert_eq!(read_messages(&unknown), None);
+        assert!(read_messages(&unknown).is_none());
         let mut unknown = reasoning_part.clone();
         unknown[1] |= 4;
-        assert_eq!(read_reasoning(&unknown), None);
+        assert!(read_reasoning(&unknown).is_none());
     }
 }
