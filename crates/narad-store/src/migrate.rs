@@ -123,19 +123,6 @@ pub async fn all_sessions<S: Store + ?Sized>(store: &S) -> Result<Vec<String>, S
     }
 }
 
-/// A session's whole journal; the cursor must advance with every page.
-pub async fn read_journal<S: Store + ?Sized>(
-    store: &S,
-    session_id: &str,
-) -> Result<Vec<crate::StoredEvent>, StoreError> {
-    let mut out = Vec::new();
-    let mut pages = crate::JournalPages::new(store, session_id, 0, PAGE);
-    while let Some(page) = pages.next().await? {
-        out.extend(page);
-    }
-    Ok(out)
-}
-
 /// Side records listed at once: a space's records are small typed
 /// records, except reducer snapshots, which reach tens of MB for a long
 /// session (a 1M-event session's is 20 to 56 MB), so they are listed one
