@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
 use narad_core::checker::{Applied, Checker};
 use narad_core::{Parsed, ProfileSet, Record, Validator, ValidatorConfig, PROTOCOL_VERSION};
 use narad_store::{Store, StoredEvent};
@@ -11,6 +12,22 @@ use serde_json::{Map, Value};
 
 use crate::error::EngineError;
 use crate::snapshot::{self, Chain, Reject};
+
+/// From this size on, a snapshot is restored on the blocking pool.
+const OFF_THREAD_BYTES: usize = 1 << 20;
+
+/// From this many events on, a page of a replay is checked on the blocking
+/// pool.
+const OFF_THREAD_EVENTS: usize = 256;
+
+/// Runs `f` on tokio's blocking pool (here when no runtime runs this
+/// task); `None` if it panicked or its runtime shut down.
+async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => rt.spawn_blocking(f).await.ok(),
+        Err(_) => Some(f()),
+    }
+}
 
 /// Which journal an event belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -239,9 +256,9 @@ impl Journal {
         store: &S,
         session_id: &str,
         meta: Meta,
-        bytes: &[u8],
+        bytes: Bytes,
     ) -> Result<Result<Self, Reject>, EngineError> {
-        let snap = match snapshot::unseal_header(session_id, bytes) {
+        let snap = match snapshot::unseal_header(session_id, &bytes) {
             Ok(s) => s,
             Err(r) => return Ok(Err(r)),
         };
@@ -255,7 +272,21 @@ impl Journal {
                 return Ok(Err(Reject::OtherJournal));
             }
         }
-        Ok(Self::restore(session_id, meta, &snap))
+        if bytes.len() < OFF_THREAD_BYTES {
+            return Ok(Self::restore(session_id, meta, &snap));
+        }
+        // A long session's restore takes milliseconds of CPU: on the
+        // blocking pool, not on the async thread that polls the hydrate
+        // (a tokio worker, or a Python binding's event loop).
+        let sid = session_id.to_owned();
+        let restored = off_thread(move || {
+            let snap = snapshot::unseal_header(&sid, &bytes)?;
+            Self::restore(&sid, meta, &snap)
+        })
+        .await;
+        // A restore that panicked (none can be reached) reads as a state
+        // that does not restore: the journal is replayed.
+        Ok(restored.unwrap_or(Err(Reject::State)))
     }
 
     /// The journal of an unsealed snapshot whose body's digest holds. The
@@ -324,7 +355,7 @@ impl Journal {
             .await?;
         let mut j = match snap {
             None => Self::new(session_id, meta),
-            Some(b) => match Self::from_snapshot(store, session_id, meta.clone(), &b).await? {
+            Some(b) => match Self::from_snapshot(store, session_id, meta.clone(), b).await? {
                 Ok(j) if j.head > through => Self::new(session_id, meta),
                 Ok(j) => j,
                 Err(reason) => {
@@ -347,26 +378,47 @@ impl Journal {
                 return Ok(j);
             }
             let page = store.read_session(session_id, j.head, want).await?;
-            for ev in &page.events {
-                narad_store::row::advance(session_id, j.head, ev.position.session_sequence)?;
-                j.checker.push_bytes(&ev.bytes).map_err(|r| {
-                    EngineError::Store(narad_store::StoreError::Backend(format!(
-                        "stored journal is refused by the checker at {}: {}",
-                        ev.position.session_sequence, r.code
-                    )))
-                })?;
-                j.head = ev.position.session_sequence;
-                j.chain.push(&ev.bytes);
-                j.note_expiry(&ev.bytes);
-            }
-            if page.next.is_none() {
+            let (last, empty) = (page.next.is_none(), page.events.is_empty());
+            j = if page.events.len() < OFF_THREAD_EVENTS {
+                j.replay(&page.events)?;
+                j
+            } else {
+                // A full page is milliseconds of checking: on the blocking
+                // pool, like a long snapshot's restore.
+                let events = page.events;
+                off_thread(move || j.replay(&events).map(|()| j))
+                    .await
+                    .ok_or_else(|| {
+                        EngineError::Store(narad_store::StoreError::Backend(
+                            "replaying a page of the journal failed".into(),
+                        ))
+                    })??
+            };
+            if last {
                 return Ok(j);
             }
-            if page.events.is_empty() {
+            if empty {
                 // More remain, yet the cursor did not move: a typed error.
                 narad_store::row::advance(session_id, j.head, j.head)?;
             }
         }
+    }
+
+    /// Applies stored events after `head`, in order.
+    fn replay(&mut self, events: &[StoredEvent]) -> Result<(), EngineError> {
+        for ev in events {
+            narad_store::row::advance(&self.session_id, self.head, ev.position.session_sequence)?;
+            self.checker.push_bytes(&ev.bytes).map_err(|r| {
+                EngineError::Store(narad_store::StoreError::Backend(format!(
+                    "stored journal is refused by the checker at {}: {}",
+                    ev.position.session_sequence, r.code
+                )))
+            })?;
+            self.head = ev.position.session_sequence;
+            self.chain.push(&ev.bytes);
+            self.note_expiry(&ev.bytes);
+        }
+        Ok(())
     }
 
     /// Remembers the `expiresAt` of an `interrupt.requested` and the
