@@ -24,7 +24,11 @@ const OFF_THREAD_EVENTS: usize = 256;
 /// task); `None` if it panicked or its runtime shut down.
 async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
     match tokio::runtime::Handle::try_current() {
-        Ok(rt) => rt.spawn_blocking(f).await.ok(),
+        Ok(rt) => {
+            // What the work logs stays inside the caller's span.
+            let span = tracing::Span::current();
+            rt.spawn_blocking(move || span.in_scope(f)).await.ok()
+        }
         Err(_) => Some(f()),
     }
 }
