@@ -1,7 +1,8 @@
 //! A fault-injecting [`Store`] wrapper for tests (feature `test-suite`).
 //!
-//! [`FaultStore`] passes every call to a real store, except the calls its
-//! [`Rule`]s pick: the Nth call (1-based, counted per [`Method`]) fails,
+//! [`FaultStore`] passes every call to a real store (and tells an
+//! observer, if one is set, when each is made and returns), except the
+//! calls its [`Rule`]s pick: the Nth call (1-based, counted per [`Method`]) fails,
 //! hangs, or has an unknown outcome. A failed fsync is modelled by the two
 //! append faults: the write never happened ([`Fault::Fail`]) or it committed
 //! and the caller still got an error ([`Fault::CommitThenFail`]).
@@ -12,11 +13,18 @@
 //! let store = FaultStore::new(real);
 //! // The second append commits, then reports a backend error.
 //! store.add(Rule::nth(Method::Append, 2, Fault::CommitThenFail));
+//! // Every read of a journal page, when it is made and when it returns.
+//! store.observe(|method, stage| {
+//!     if method == Method::ReadSession {
+//!         println!("read_session {stage:?}");
+//!     }
+//! });
 //! # }
 //! ```
 
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -113,6 +121,27 @@ impl Rule {
     }
 }
 
+/// Where a call is, for an observer ([`FaultStore::observe`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// The call was made (before its fault, if one is picked).
+    Called,
+    /// The call returned (a hanging call never does).
+    Returned,
+}
+
+type ObserverFn = dyn Fn(Method, Stage) + Send + Sync;
+
+/// A test's hook on every call.
+#[derive(Clone)]
+struct Observer(Arc<ObserverFn>);
+
+impl fmt::Debug for Observer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Observer")
+    }
+}
+
 /// The error an injected fault returns.
 pub fn injected() -> StoreError {
     StoreError::Backend("injected fault".into())
@@ -125,6 +154,7 @@ pub struct FaultStore<S> {
     rules: Mutex<Vec<Rule>>,
     calls: [AtomicU64; METHODS],
     injected: AtomicU64,
+    observer: Mutex<Option<Observer>>,
 }
 
 impl<S: Store> FaultStore<S> {
@@ -135,6 +165,23 @@ impl<S: Store> FaultStore<S> {
             rules: Mutex::new(Vec::new()),
             calls: Default::default(),
             injected: AtomicU64::new(0),
+            observer: Mutex::new(None),
+        }
+    }
+
+    /// Calls `f` when each call is made and when it returns, on the
+    /// caller's task (to see what a caller does between two calls).
+    /// Replaces an earlier observer.
+    pub fn observe(&self, f: impl Fn(Method, Stage) + Send + Sync + 'static) {
+        if let Ok(mut o) = self.observer.lock() {
+            *o = Some(Observer(Arc::new(f)));
+        }
+    }
+
+    fn notify(&self, method: Method, stage: Stage) {
+        let observer = self.observer.lock().ok().and_then(|o| o.clone());
+        if let Some(Observer(f)) = observer {
+            f(method, stage);
         }
     }
 
@@ -186,7 +233,8 @@ impl<S: Store> FaultStore<S> {
         method: Method,
         call: impl std::future::Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        match self.pick(method) {
+        self.notify(method, Stage::Called);
+        let out = match self.pick(method) {
             None => call.await,
             Some(Fault::Fail) => Err(injected()),
             Some(Fault::Hang) => std::future::pending().await,
@@ -194,7 +242,9 @@ impl<S: Store> FaultStore<S> {
                 let _ = call.await;
                 Err(injected())
             }
-        }
+        };
+        self.notify(method, Stage::Returned);
+        out
     }
 }
 
