@@ -41,22 +41,8 @@ impl IdIndex {
         let mask = (index.by_hash.capacity() / 7 * 8).next_power_of_two() as u64 - 1;
         for (h, i) in by_bucket(hashes.0, mask) {
             let i = i as usize;
-            match index.by_hash.entry(h) {
-                Entry::Vacant(v) => {
-                    v.insert(i);
-                }
-                Entry::Occupied(o) => {
-                    let id = id_at(i)?;
-                    if id_at(*o.get()) == Some(id) {
-                        return None;
-                    }
-                    match index.clashes.entry(id.into()) {
-                        btree_map::Entry::Vacant(v) => {
-                            v.insert(i);
-                        }
-                        btree_map::Entry::Occupied(_) => return None,
-                    }
-                }
+            if !index.insert_hashed(h, i, || id_at(i), &id_at)? {
+                return None;
             }
         }
         Some(index)
@@ -79,20 +65,38 @@ impl IdIndex {
         position: usize,
         id_at: impl Fn(usize) -> Option<&'a str>,
     ) -> bool {
-        match self.by_hash.entry(id_hash(id)) {
+        self.insert_hashed(id_hash(id), position, || Some(id), id_at)
+            .unwrap_or(false)
+    }
+
+    /// [`IdIndex::insert`] of the id `id()` gives, whose hash is `hash`;
+    /// the id is read only when an earlier id holds that hash. `None` if
+    /// there is no id to read.
+    fn insert_hashed<'a, 'b>(
+        &mut self,
+        hash: u64,
+        position: usize,
+        id: impl FnOnce() -> Option<&'b str>,
+        id_at: impl Fn(usize) -> Option<&'a str>,
+    ) -> Option<bool> {
+        let held = match self.by_hash.entry(hash) {
             Entry::Vacant(v) => {
+                v.insert(position);
+                return Some(true);
+            }
+            Entry::Occupied(o) => *o.get(),
+        };
+        let id = id()?;
+        if id_at(held) == Some(id) {
+            return Some(false);
+        }
+        Some(match self.clashes.entry(id.into()) {
+            btree_map::Entry::Vacant(v) => {
                 v.insert(position);
                 true
             }
-            Entry::Occupied(o) if id_at(*o.get()) == Some(id) => false,
-            Entry::Occupied(_) => match self.clashes.entry(id.into()) {
-                btree_map::Entry::Vacant(v) => {
-                    v.insert(position);
-                    true
-                }
-                btree_map::Entry::Occupied(_) => false,
-            },
-        }
+            btree_map::Entry::Occupied(_) => false,
+        })
     }
 
     pub fn clear(&mut self) {
