@@ -60,11 +60,7 @@ pub fn runtime() -> PyResult<&'static Runtime> {
     }
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     // NARAD_WORKER_THREADS sizes the engine's runtime (default: one per core).
-    if let Some(n) = std::env::var("NARAD_WORKER_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|n| *n > 0)
-    {
+    if let Some(n) = env_usize("NARAD_WORKER_THREADS").filter(|n| *n > 0) {
         builder.worker_threads(n);
     }
     let rt = builder
@@ -91,12 +87,13 @@ static BUSY: AtomicUsize = AtomicUsize::new(0);
 /// work of every command would pile up on the loop's one thread, so calls
 /// start on the tokio workers instead, in parallel. `0` never polls inline.
 fn inline_limit() -> usize {
-    *INLINE_LIMIT.get_or_init(|| {
-        std::env::var("NARAD_INLINE_LIMIT")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(2)
-    })
+    *INLINE_LIMIT.get_or_init(|| env_usize("NARAD_INLINE_LIMIT").unwrap_or(2))
+}
+
+/// A count set in the environment (the bridge's knobs, for measuring);
+/// `None` when unset or not a number.
+fn env_usize(name: &str) -> Option<usize> {
+    std::env::var(name).ok()?.parse().ok()
 }
 
 /// How calls moved through the bridge (for `_native._bridge_stats`, which
@@ -179,12 +176,7 @@ const LOOP_POLLS: usize = 2;
 /// [`LOOP_POLLS`], or `NARAD_LOOP_POLLS` (for measuring).
 fn loop_polls() -> usize {
     static N: OnceLock<usize> = OnceLock::new();
-    *N.get_or_init(|| {
-        std::env::var("NARAD_LOOP_POLLS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(LOOP_POLLS)
-    })
+    *N.get_or_init(|| env_usize("NARAD_LOOP_POLLS").unwrap_or(LOOP_POLLS))
 }
 
 /// Counts a command in [`BUSY`] until its task is dropped.
@@ -225,7 +217,7 @@ struct Task {
     /// Runtime driver, polled inline: how many more wake-ups queue a poll
     /// on the loop's thread instead of moving the call onto a worker (see
     /// [`Task::wake_by_ref`]).
-    wake_to_loop: AtomicUsize,
+    loop_polls_left: AtomicUsize,
     mark: AtomicUsize,
     abort: Mutex<Option<tokio::task::AbortHandle>>,
     /// Set when the asyncio future was cancelled (abortable waits only).
@@ -251,7 +243,7 @@ impl Wake for Task {
         add_since(NS_PENDING_TO_WAKE, &self.mark);
         if self.driver == Driver::Loop
             || self
-                .wake_to_loop
+                .loop_polls_left
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
                 .is_ok()
         {
@@ -535,7 +527,7 @@ where
         channel,
         driver,
         scheduled: AtomicBool::new(false),
-        wake_to_loop: AtomicUsize::new(if driver == Driver::Runtime && loop_first_wake() {
+        loop_polls_left: AtomicUsize::new(if driver == Driver::Runtime && loop_first_wake() {
             loop_polls()
         } else {
             0
@@ -547,7 +539,7 @@ where
     });
     let crowded = BUSY.load(Ordering::Acquire) > inline_limit();
     if driver == Driver::Runtime && crowded {
-        task.wake_to_loop.store(0, Ordering::Release);
+        task.loop_polls_left.store(0, Ordering::Release);
         task.wake_by_ref();
     } else if let Some(done) = {
         let t0 = now_ns();
