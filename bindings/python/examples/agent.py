@@ -77,7 +77,12 @@ async def agent(engine: narad.Engine, sid: str) -> None:
 
 
 async def main() -> None:
-    d = tempfile.mkdtemp(prefix="narad-agent-")
+    with tempfile.TemporaryDirectory(prefix="narad-agent-") as d:
+        await run_in(d)
+
+
+async def run_in(d: str) -> None:
+    """Runs the example on stores inside the scratch directory ``d``."""
     url = sys.argv[1] if len(sys.argv) > 1 else f"sqlite:{os.path.join(d, 'agent.sqlite')}"
     engine = await narad.Engine.open(url)
     await engine.attach_client("desktop-1")

@@ -126,10 +126,18 @@ async def main() -> None:
     ap.add_argument("--dir", default=None)
     ap.add_argument("--backends", default="redb,sqlite")
     a = ap.parse_args()
-    d = a.dir or tempfile.mkdtemp(prefix="narad-bench-")
+    if a.dir:
+        await bench(a, a.dir)
+    else:
+        with tempfile.TemporaryDirectory(prefix="narad-bench-") as d:
+            await bench(a, d)
+
+
+async def bench(a: argparse.Namespace, d: str) -> None:
+    """Runs the benchmark on stores inside the directory ``d``."""
     inline = os.environ.get("NARAD_INLINE_LIMIT", "default")
-    loop_wake = os.environ.get("NARAD_LOOP_WAKE", "default")
-    print(f"NARAD_INLINE_LIMIT={inline} NARAD_LOOP_WAKE={loop_wake}; {a.rounds} interleaved rounds per row; "
+    loop_polls = os.environ.get("NARAD_LOOP_POLLS", "default")
+    print(f"NARAD_INLINE_LIMIT={inline} NARAD_LOOP_POLLS={loop_polls}; {a.rounds} interleaved rounds per row; "
           f"{a.turns_1} turns at 1 session, {a.turns_64} turns x 64 sessions, in alternating slices of "
           f"{a.slice_1} and {a.slice_64} turns; 8 commands per turn")
     print(f"{'store':8} {'sessions':>8} {'rust cmd/s':>11} {'python cmd/s':>13} {'median ratio':>13}"
