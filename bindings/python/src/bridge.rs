@@ -18,7 +18,7 @@
 //! costs one loop wake-up per internal await of a command (several per
 //! write), which made it 2-3x slower than a Rust caller; spawning on the
 //! runtime right after the first poll costs a worker wake-up per call;
-//! moving the call onto a worker at its first wake-up (`NARAD_LOOP_WAKE=0`)
+//! moving the call onto a worker at its first wake-up (`NARAD_LOOP_POLLS=0`)
 //! costs two hops per command (store → worker → loop); with one loop poll
 //! (`NARAD_LOOP_POLLS=1`), a command that waits twice pays three (store →
 //! loop, store → worker → loop), which cost the one-session SQLite bench
@@ -144,39 +144,31 @@ pub fn _bridge_stats() -> [usize; 10] {
     std::array::from_fn(|i| STATS[i].load(Ordering::Relaxed))
 }
 
-static LOOP_FIRST_WAKE: OnceLock<AtomicBool> = OnceLock::new();
-
-fn loop_wake_flag() -> &'static AtomicBool {
-    LOOP_FIRST_WAKE.get_or_init(|| {
-        AtomicBool::new(std::env::var("NARAD_LOOP_WAKE").map_or(true, |v| v != "0"))
-    })
-}
-
-/// Whether an inline-polled call's wake-ups (up to [`LOOP_POLLS`]) poll it
-/// on the loop (`NARAD_LOOP_WAKE=0`, or `_native._set_loop_wake(False)`,
-/// moves it onto a worker at its first wake-up instead; for measuring).
-fn loop_first_wake() -> bool {
-    loop_wake_flag().load(Ordering::Relaxed)
-}
-
-/// Sets [`loop_first_wake`] (for A/B measurement in one process);
-/// returns the previous setting.
-#[pyfunction]
-pub fn _set_loop_wake(on: bool) -> bool {
-    loop_wake_flag().swap(on, Ordering::Relaxed)
-}
-
 /// How many wake-ups of an inline-polled call are polled on the loop
 /// before the call moves onto a worker. Two covers every command of an
 /// agent turn (at most two waits each); a longer one (a hydrate that pages
 /// through a journal) does the rest of its work on a worker, not on the
-/// loop's thread.
+/// loop's thread. Zero moves a call onto a worker at its first wake-up.
 const LOOP_POLLS: usize = 2;
 
-/// [`LOOP_POLLS`], or `NARAD_LOOP_POLLS` (for measuring).
+/// [`LOOP_POLLS`], or `NARAD_LOOP_POLLS`, or what `_set_loop_polls` set
+/// (for measuring).
+fn loop_polls_setting() -> &'static AtomicUsize {
+    static N: OnceLock<AtomicUsize> = OnceLock::new();
+    N.get_or_init(|| AtomicUsize::new(env_usize("NARAD_LOOP_POLLS").unwrap_or(LOOP_POLLS)))
+}
+
 fn loop_polls() -> usize {
-    static N: OnceLock<usize> = OnceLock::new();
-    *N.get_or_init(|| env_usize("NARAD_LOOP_POLLS").unwrap_or(LOOP_POLLS))
+    loop_polls_setting().load(Ordering::Relaxed)
+}
+
+/// Sets how many wake-ups are polled on the loop (`None`: the default,
+/// [`LOOP_POLLS`]), for A/B measurement and tests in one process; returns
+/// the previous setting.
+#[pyfunction]
+#[pyo3(signature = (polls=None))]
+pub fn _set_loop_polls(polls: Option<usize>) -> usize {
+    loop_polls_setting().swap(polls.unwrap_or(LOOP_POLLS), Ordering::Relaxed)
 }
 
 /// Counts a command in [`BUSY`] until its task is dropped.
@@ -527,7 +519,7 @@ where
         channel,
         driver,
         scheduled: AtomicBool::new(false),
-        loop_polls_left: AtomicUsize::new(if driver == Driver::Runtime && loop_first_wake() {
+        loop_polls_left: AtomicUsize::new(if driver == Driver::Runtime {
             loop_polls()
         } else {
             0

@@ -652,7 +652,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<host::NativeRules>()?;
     m.add_class::<bridge::LoopChannel>()?;
     m.add_function(wrap_pyfunction!(bridge::_bridge_stats, m)?)?;
-    m.add_function(wrap_pyfunction!(bridge::_set_loop_wake, m)?)?;
+    m.add_function(wrap_pyfunction!(bridge::_set_loop_polls, m)?)?;
     lifecycle::register(m)?;
     records::register(m)?;
     streams::register(m)?;

@@ -25,11 +25,11 @@ async def test_first_wake_is_polled_on_the_loop(url):
     # tokio worker, so worker hand-overs are at most the loop polls that waited.
     e = await narad.Engine.open(url)
     sid = await e.create_session()
-    was = _native._set_loop_wake(True)
+    was = _native._set_loop_polls(None)
     try:
         d = await _turns(e, sid, 10)
     finally:
-        _native._set_loop_wake(was)
+        _native._set_loop_polls(was)
     assert d[INLINE_PENDING] > 0
     assert d[LOOP_READY] + d[LOOP_PENDING] > 0
     assert d[LOOP_READY] > d[LOOP_PENDING]
@@ -47,29 +47,32 @@ async def test_a_command_that_waits_twice_finishes_on_the_loop(url):
     # command loads it into the cache (more waits), so it is not counted.
     e = await narad.Engine.open(url)
     sid = await e.create_session()
-    was = _native._set_loop_wake(True)
+    was = _native._set_loop_polls(None)
     try:
         await _turns(e, sid, 1)
         d = await _turns(e, sid, 10)
+        _native._set_loop_polls(1)
+        one = await _turns(e, sid, 10)
     finally:
-        _native._set_loop_wake(was)
+        _native._set_loop_polls(was)
     assert d[LOOP_PENDING] >= 10  # each end_run's first loop poll waited
     assert d[SPAWNED] == 0
+    assert one[SPAWNED] >= 10  # with one loop poll, each end_run moves
     st = await e.state(sid)
-    assert len(st.runs) == 11 and all(r.state == "finished" for r in st.runs.values())
+    assert len(st.runs) == 21 and all(r.state == "finished" for r in st.runs.values())
     await e.close()
 
 
 async def test_first_wake_can_go_to_a_worker(url):
-    # The measured alternative (NARAD_LOOP_WAKE=0): the first wake-up moves
+    # The measured alternative (NARAD_LOOP_POLLS=0): the first wake-up moves
     # the call onto a worker and the loop only receives its output.
     e = await narad.Engine.open(url)
     sid = await e.create_session()
-    was = _native._set_loop_wake(False)
+    was = _native._set_loop_polls(0)
     try:
         d = await _turns(e, sid, 10)
     finally:
-        _native._set_loop_wake(was)
+        _native._set_loop_polls(was)
     assert d[LOOP_READY] + d[LOOP_PENDING] == 0
     assert d[SPAWNED] >= d[INLINE_PENDING] > 0
     st = await e.state(sid)
@@ -90,12 +93,12 @@ def test_a_command_in_flight_when_its_loop_closes_still_finishes(url):
         e._native.message(sid, "in flight", None, None)  # not awaited
         return e, sid, run
 
-    was = _native._set_loop_wake(True)
+    was = _native._set_loop_polls(None)
     try:
         e, sid, run = first.run_until_complete(start())
         first.close()
     finally:
-        _native._set_loop_wake(was)
+        _native._set_loop_polls(was)
 
     async def after() -> None:
         await asyncio.wait_for(e.message(sid, "after"), 10)

@@ -28,9 +28,11 @@ def _bridge_stats() -> List[int]:
     loop-bound wake-up to its poll, in those polls, in the inline polls."""
     ...
 
-def _set_loop_wake(on: bool) -> bool:
-    """Whether an inline-polled call's first wake-up is polled on the loop
-    (default; ``NARAD_LOOP_WAKE=0`` turns it off); returns the old setting."""
+def _set_loop_polls(polls: Optional[int] = None) -> int:
+    """How many wake-ups of an inline-polled call are polled on the loop
+    before it moves onto a worker (``None``: the default, 2; ``0``: a worker
+    from the first wake-up; ``NARAD_LOOP_POLLS`` sets it at start); returns
+    the old setting."""
     ...
 
 class NativeClock:
