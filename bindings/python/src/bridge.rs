@@ -457,7 +457,20 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
     E: Into<Fail> + Send + 'static,
 {
-    spawn_with(py, fut, Driver::Runtime, false)
+    spawn_with(py, fut, Driver::Runtime, false, Start::Inline)
+}
+
+/// [`spawn`] for a call whose work grows with the session (a whole
+/// state's copy): it starts on a tokio worker rather than with an inline
+/// poll on the loop's thread, which that work would stall. One more thread
+/// hop than [`spawn`].
+pub fn spawn_on_worker<'py, F, T, E>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = Result<T, E>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+    E: Into<Fail> + Send + 'static,
+{
+    spawn_with(py, fut, Driver::Runtime, false, Start::Worker)
 }
 
 /// [`spawn`] for a wait that may never end (a follower, an outbox): a
@@ -468,7 +481,7 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
     E: Into<Fail> + Send + 'static,
 {
-    spawn_with(py, fut, Driver::Runtime, true)
+    spawn_with(py, fut, Driver::Runtime, true, Start::Inline)
 }
 
 /// [`spawn`] for a call that enters Python itself: the loop's thread
@@ -479,7 +492,16 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
     E: Into<Fail> + Send + 'static,
 {
-    spawn_with(py, fut, Driver::Loop, false)
+    spawn_with(py, fut, Driver::Loop, false, Start::Inline)
+}
+
+/// Where a call's first poll runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// On the caller's thread while few calls are in flight.
+    Inline,
+    /// On a tokio worker.
+    Worker,
 }
 
 fn spawn_with<'py, F, T, E>(
@@ -487,6 +509,7 @@ fn spawn_with<'py, F, T, E>(
     fut: F,
     driver: Driver,
     abortable: bool,
+    start: Start,
 ) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = Result<T, E>> + Send + 'static,
@@ -530,7 +553,7 @@ where
         _busy: (!abortable).then(Busy::new),
     });
     let crowded = BUSY.load(Ordering::Acquire) > inline_limit();
-    if driver == Driver::Runtime && crowded {
+    if driver == Driver::Runtime && (crowded || start == Start::Worker) {
         task.loop_polls_left.store(0, Ordering::Release);
         task.wake_by_ref();
     } else if let Some(done) = {

@@ -496,14 +496,15 @@ impl NativeEngine {
     }
 
     fn state<'py>(&self, py: Python<'py>, session_id: String) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| e
-            .state(&p, &session_id)
-            .await
-            .map(state::State))
+        let (e, p) = self.get()?;
+        bridge::spawn_on_worker(py, async move {
+            e.state(&p, &session_id).await.map(state::NativeState::from)
+        })
     }
 
     fn state_json<'py>(&self, py: Python<'py>, session_id: String) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| e.state_json(&p, &session_id).await)
+        let (e, p) = self.get()?;
+        bridge::spawn_on_worker(py, async move { e.state_json(&p, &session_id).await })
     }
 
     fn capabilities<'py>(
@@ -651,6 +652,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<host::NativeClock>()?;
     m.add_class::<host::NativeRules>()?;
     m.add_class::<bridge::LoopChannel>()?;
+    m.add_class::<state::NativeState>()?;
     m.add_function(wrap_pyfunction!(bridge::_bridge_stats, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::_set_loop_polls, m)?)?;
     lifecycle::register(m)?;

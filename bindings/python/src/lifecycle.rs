@@ -14,7 +14,7 @@ use crate::bridge::spawn;
 use crate::conv::Raw;
 use crate::host::{posix, secs};
 use crate::protocol::invalid;
-use crate::state::State;
+use crate::state::NativeState;
 use crate::NativeEngine;
 
 /// A session index entry: `(sessionId, status, workspaceId, createdAt,
@@ -219,9 +219,9 @@ fn state_at<'py>(
     sequence: u64,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
-    spawn(py, async move {
+    crate::bridge::spawn_on_worker(py, async move {
         let at = e.state_at(&p, &session_id, sequence).await?;
-        Ok::<_, EngineError>(at.state().map(State))
+        Ok::<_, EngineError>(at.state().map(NativeState::from))
     })
 }
 
@@ -256,7 +256,7 @@ fn hydrate_records<'py>(
     session_id: String,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
-    spawn(py, async move {
+    crate::bridge::spawn_on_worker(py, async move {
         let (head, recs) = e.hydrate_records(&p, &session_id).await?;
         Ok::<_, EngineError>((head, recs.into_iter().map(Raw).collect::<Vec<_>>()))
     })

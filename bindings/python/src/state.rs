@@ -1,8 +1,11 @@
 //! The engine's typed [`SessionState`] as the plain tuples
-//! `narad._state` turns into dataclasses (no JSON text in between).
+//! `narad._state` turns into dataclasses (no JSON text in between), read
+//! in bounded slices.
 
-use narad_core::checker::{OpenInterrupt, RunState};
-use narad_engine::{SessionState, ToolCallState};
+use narad_core::checker::{
+    Documents, Message, OpenInterrupt, Reasoning, Run, RunState, Slot, Workflow,
+};
+use narad_engine::{SessionState, ToolCall, ToolCallState};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
@@ -29,49 +32,174 @@ fn opt_interrupt<'py>(py: Python<'py>, i: Option<&OpenInterrupt>) -> PyResult<Bo
     }
 }
 
-/// A typed state returned to Python: `(head, runs, tools, messages,
-/// reasoning, workflows, slot, documents)`, each a list of field tuples in
-/// the dataclasses' order.
-pub struct State(pub SessionState);
+/// Most items a slice of [`NativeState`] holds.
+const SLICE_ITEMS: usize = 512;
 
-impl<'py> IntoPyObject<'py> for State {
-    type Target = PyTuple;
-    type Output = Bound<'py, PyTuple>;
-    type Error = PyErr;
+/// A slice of [`NativeState`] ends once the text it copied reaches this.
+const SLICE_BYTES: usize = 256 << 10;
 
-    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
-        let s = self.0;
-        let runs = PyList::empty(py);
-        for (id, r) in &s.runs {
-            runs.append((
-                id.as_str(),
-                r.root.as_str(),
-                r.parent.as_deref(),
-                r.workflow.as_deref(),
-                r.client_executor.as_deref(),
-                run_state(r.state),
-                r.stop_requested,
-                r.open_pause.as_deref(),
-                opt_interrupt(py, r.open_interrupt.as_ref())?,
-                r.open_children.iter().cloned().collect::<Vec<_>>(),
-                r.open_tools.iter().cloned().collect::<Vec<_>>(),
-            ))?;
+/// A typed state handed to Python, read in slices: `narad._state` turns
+/// each slice of field tuples into dataclasses and lets the event loop run
+/// between slices, so a long session's state never stalls the loop for
+/// more than a slice (at most [`SLICE_ITEMS`] items, or about
+/// [`SLICE_BYTES`] of text).
+#[pyclass(frozen)]
+pub struct NativeState {
+    head: u64,
+    slot: Option<Slot>,
+    runs: Vec<(String, Run)>,
+    tools: Vec<(String, ToolCall)>,
+    messages: Vec<Message>,
+    reasoning: Vec<Reasoning>,
+    workflows: Vec<(String, Workflow)>,
+    documents: Documents,
+}
+
+/// The engine's state, its maps as lists (so a slice starts at an index);
+/// done where the engine's call ran, not on the loop's thread.
+impl From<SessionState> for NativeState {
+    fn from(s: SessionState) -> Self {
+        Self {
+            head: s.head,
+            slot: s.slot,
+            runs: s.runs.into_iter().collect(),
+            tools: s.tools.into_iter().collect(),
+            messages: s.transcript.messages,
+            reasoning: s.transcript.reasoning,
+            workflows: s.workflows.into_iter().collect(),
+            documents: s.documents,
         }
-        let tools = PyList::empty(py);
-        for (id, t) in &s.tools {
-            let state = match t.state {
-                ToolCallState::Open => "open",
-                ToolCallState::Finished => "finished",
-            };
-            tools.append((id.as_str(), t.run.as_str(), state))?;
+    }
+}
+
+impl Drop for NativeState {
+    fn drop(&mut self) {
+        // Freeing a long session's lists takes milliseconds (a 100k-message
+        // transcript about 8): that is done on the runtime's blocking pool,
+        // not on the loop's thread, which drops this object.
+        if self.messages.len() + self.reasoning.len() + self.runs.len() + self.tools.len()
+            <= SLICE_ITEMS
+        {
+            return;
         }
-        let messages = PyList::empty(py);
-        for m in &s.transcript.messages {
+        let lists = (
+            std::mem::take(&mut self.runs),
+            std::mem::take(&mut self.tools),
+            std::mem::take(&mut self.messages),
+            std::mem::take(&mut self.reasoning),
+        );
+        if let Ok(rt) = crate::bridge::runtime() {
+            rt.spawn_blocking(move || drop(lists));
+        }
+    }
+}
+
+/// The slice of `items` from `at`: its tuples, and where the next slice
+/// starts (`None` after the last). `text` is the bytes an item copies.
+fn slice<'py, T>(
+    py: Python<'py>,
+    items: &[T],
+    at: usize,
+    text: impl Fn(&T) -> usize,
+    tuple: impl Fn(&T) -> PyResult<Bound<'py, PyAny>>,
+) -> PyResult<(Bound<'py, PyList>, Option<usize>)> {
+    let out = PyList::empty(py);
+    let mut bytes = 0;
+    let mut i = at;
+    while let Some(item) = items.get(i) {
+        if i - at == SLICE_ITEMS || bytes >= SLICE_BYTES {
+            return Ok((out, Some(i)));
+        }
+        bytes += text(item);
+        out.append(tuple(item)?)?;
+        i += 1;
+    }
+    Ok((out, None))
+}
+
+type Slice<'py> = PyResult<(Bound<'py, PyList>, Option<usize>)>;
+
+#[pymethods]
+impl NativeState {
+    /// The session's `sessionSequence`.
+    #[getter]
+    fn head(&self) -> u64 {
+        self.head
+    }
+
+    /// The session slot as `(kind, id)`, or `None`.
+    #[getter]
+    fn slot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::protocol::slot(self.slot.as_ref()).into_pyobject(py)
+    }
+
+    /// `{key: (revision, value)}`.
+    fn documents<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let documents = PyDict::new(py);
+        for (key, d) in &self.documents.documents {
+            documents.set_item(key, (d.revision, conv::to_py(py, &d.value)?))?;
+        }
+        Ok(documents)
+    }
+
+    /// Runs from `at`, as `(id, root, parent, workflow, client executor,
+    /// state, stop requested, open pause, open interrupt, open children,
+    /// open tool calls)`.
+    fn runs<'py>(&self, py: Python<'py>, at: usize) -> Slice<'py> {
+        slice(
+            py,
+            &self.runs,
+            at,
+            |_| 0,
+            |(id, r)| {
+                (
+                    id.as_str(),
+                    r.root.as_str(),
+                    r.parent.as_deref(),
+                    r.workflow.as_deref(),
+                    r.client_executor.as_deref(),
+                    run_state(r.state),
+                    r.stop_requested,
+                    r.open_pause.as_deref(),
+                    opt_interrupt(py, r.open_interrupt.as_ref())?,
+                    r.open_children.iter().cloned().collect::<Vec<_>>(),
+                    r.open_tools.iter().cloned().collect::<Vec<_>>(),
+                )
+                    .into_pyobject(py)
+                    .map(Bound::into_any)
+            },
+        )
+    }
+
+    /// Tool calls from `at`, as `(id, run, state)`.
+    fn tools<'py>(&self, py: Python<'py>, at: usize) -> Slice<'py> {
+        slice(
+            py,
+            &self.tools,
+            at,
+            |_| 0,
+            |(id, t)| {
+                let state = match t.state {
+                    ToolCallState::Open => "open",
+                    ToolCallState::Finished => "finished",
+                };
+                (id.as_str(), t.run.as_str(), state)
+                    .into_pyobject(py)
+                    .map(Bound::into_any)
+            },
+        )
+    }
+
+    /// Transcript messages from `at`, as `(id, role, scope, content,
+    /// completed, run, redacted, shown)`.
+    fn messages<'py>(&self, py: Python<'py>, at: usize) -> Slice<'py> {
+        let text = |m: &Message| m.content.len();
+        slice(py, &self.messages, at, text, |m| {
             let shown = match &m.redacted {
                 None => Some(m.content.as_str()),
                 Some(r) => r.as_deref(),
             };
-            messages.append((
+            (
                 m.message_id.as_str(),
                 m.role.as_str(),
                 m.scope.as_str(),
@@ -80,42 +208,47 @@ impl<'py> IntoPyObject<'py> for State {
                 m.run_id.as_deref(),
                 m.redacted.is_some(),
                 shown,
-            ))?;
-        }
-        let reasoning = PyList::empty(py);
-        for r in &s.transcript.reasoning {
-            reasoning.append((
+            )
+                .into_pyobject(py)
+                .map(Bound::into_any)
+        })
+    }
+
+    /// Reasoning streams from `at`, as `(id, message, content, completed)`.
+    fn reasoning<'py>(&self, py: Python<'py>, at: usize) -> Slice<'py> {
+        let text = |r: &Reasoning| r.content.len();
+        slice(py, &self.reasoning, at, text, |r| {
+            (
                 r.reasoning_id.as_str(),
                 r.message_id.as_deref(),
                 r.content.as_str(),
                 r.completed,
-            ))?;
-        }
-        let workflows = PyList::empty(py);
-        for (id, w) in &s.workflows {
-            workflows.append((
-                id.as_str(),
-                w.terminal,
-                w.open_runs.iter().cloned().collect::<Vec<_>>(),
-                w.active_top_run.as_deref(),
-                w.open_pause.as_deref(),
-                opt_interrupt(py, w.open_interrupt.as_ref())?,
-            ))?;
-        }
-        let documents = PyDict::new(py);
-        for (key, d) in &s.documents.documents {
-            documents.set_item(key, (d.revision, conv::to_py(py, &d.value)?))?;
-        }
-        (
-            s.head,
-            runs,
-            tools,
-            messages,
-            reasoning,
-            workflows,
-            crate::protocol::slot(s.slot.as_ref()),
-            documents,
+            )
+                .into_pyobject(py)
+                .map(Bound::into_any)
+        })
+    }
+
+    /// Workflows from `at`, as `(id, terminal, open runs, active top run,
+    /// open pause, open interrupt)`.
+    fn workflows<'py>(&self, py: Python<'py>, at: usize) -> Slice<'py> {
+        slice(
+            py,
+            &self.workflows,
+            at,
+            |_| 0,
+            |(id, w)| {
+                (
+                    id.as_str(),
+                    w.terminal,
+                    w.open_runs.iter().cloned().collect::<Vec<_>>(),
+                    w.active_top_run.as_deref(),
+                    w.open_pause.as_deref(),
+                    opt_interrupt(py, w.open_interrupt.as_ref())?,
+                )
+                    .into_pyobject(py)
+                    .map(Bound::into_any)
+            },
         )
-            .into_pyobject(py)
     }
 }

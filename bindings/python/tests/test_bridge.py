@@ -39,10 +39,22 @@ async def test_first_wake_is_polled_on_the_loop(url):
     await e.close()
 
 
+async def _turns_until_a_loop_poll_waits(e: narad.Engine, sid: str) -> list:
+    # Whether an end_run's queue read waits depends on the store's timing,
+    # so turns run in batches until some loop poll waited (or 20 batches).
+    total = [0] * 10
+    for _ in range(20):
+        d = await _turns(e, sid, 10)
+        total = [a + b for a, b in zip(total, d)]
+        if total[LOOP_PENDING] > 0:
+            break
+    return total
+
+
 async def test_a_command_that_waits_twice_finishes_on_the_loop(url):
     # end_run waits twice (it reads the session's queue, then appends): its
     # second wake-up is polled on the loop as well, so no command of these
-    # turns goes to a worker (with one loop poll each end_run would: a
+    # turns goes to a worker (with one loop poll each such end_run does: a
     # third thread hop, store -> worker -> loop). The session's first
     # command loads it into the cache (more waits), so it is not counted.
     e = await narad.Engine.open(url)
@@ -50,16 +62,17 @@ async def test_a_command_that_waits_twice_finishes_on_the_loop(url):
     was = _native._set_loop_polls(None)
     try:
         await _turns(e, sid, 1)
-        d = await _turns(e, sid, 10)
+        d = await _turns_until_a_loop_poll_waits(e, sid)
         _native._set_loop_polls(1)
-        one = await _turns(e, sid, 10)
+        one = await _turns_until_a_loop_poll_waits(e, sid)
     finally:
         _native._set_loop_polls(was)
-    assert d[LOOP_PENDING] >= 10  # each end_run's first loop poll waited
-    assert d[SPAWNED] == 0
-    assert one[SPAWNED] >= 10  # with one loop poll, each end_run moves
+    assert d[LOOP_PENDING] > 0  # a first loop poll waited...
+    assert d[SPAWNED] == 0  # ...and the second finished the call on the loop
+    assert one[LOOP_PENDING] > 0
+    assert one[SPAWNED] >= one[LOOP_PENDING]  # with one loop poll, such a call moves
     st = await e.state(sid)
-    assert len(st.runs) == 21 and all(r.state == "finished" for r in st.runs.values())
+    assert all(r.state == "finished" for r in st.runs.values())
     await e.close()
 
 

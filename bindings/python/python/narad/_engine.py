@@ -431,7 +431,7 @@ class Engine(_LifecycleMixin, _RecordsMixin):
 
     async def state(self, session_id: str) -> SessionState:
         """The session's reduced state as dataclasses (the engine's typed state)."""
-        return SessionState._from_native(session_id, await self._native.state(session_id))
+        return await SessionState._from_native(session_id, await self._native.state(session_id))
 
     async def state_json(self, session_id: str) -> str:
         """The reduced state as the checker holds it (deterministic JSON)."""

@@ -129,7 +129,7 @@ class _LifecycleMixin:
         t = await _native.state_at(self._native, session_id, sequence)
         if t is None:
             raise LookupError(session_id)
-        return SessionState._from_native(session_id, t)
+        return await SessionState._from_native(session_id, t)
 
     async def fork(self, session_id: str, through: int) -> str:
         """A new session whose journal is this one's first ``through``

@@ -3,8 +3,9 @@ and the typed results of the lifecycle reads."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Tuple
 
 __all__ = ["Deleted", "Interrupt", "Message", "PruneReport", "Reasoning", "Run", "SessionEntry", "SessionPage",
            "SessionState", "ToolCall", "Workflow"]
@@ -108,32 +109,58 @@ class SessionState:
     documents: Dict[str, Tuple[int, Any]] = field(default_factory=dict)
 
     @classmethod
-    def _from_native(cls, session_id: str, t: Tuple[Any, ...]) -> "SessionState":
-        head, runs_t, tools_t, msgs_t, reasoning_t, wfs_t, slot, documents = t
+    async def _from_native(cls, session_id: str, t: Any) -> "SessionState":
+        """Builds the state from the extension's ``NativeState`` slice by
+        slice, letting the event loop run between slices (a long session's
+        state is many slices: 512 items, or about 256 KiB of text, each)."""
         runs: Dict[str, Run] = {}
         interrupts: List[Interrupt] = []
-        for (rid, root, parent, wf, ce, state, stop, pause, oi, children, tools) in runs_t:
-            runs[rid] = Run(rid, root, parent, wf, ce, state, stop, pause, oi[0] if oi else None,
-                            list(children), list(tools))
-            if oi:
-                interrupts.append(Interrupt(oi[0], oi[1], rid, list(oi[2])))
+        async for part in _slices(t.runs):
+            for (rid, root, parent, wf, ce, state, stop, pause, oi, children, tools) in part:
+                runs[rid] = Run(rid, root, parent, wf, ce, state, stop, pause, oi[0] if oi else None,
+                                list(children), list(tools))
+                if oi:
+                    interrupts.append(Interrupt(oi[0], oi[1], rid, list(oi[2])))
         workflows: Dict[str, Workflow] = {}
-        for (wid, terminal, open_runs, top, pause, oi) in wfs_t:
-            workflows[wid] = Workflow(wid, terminal, list(open_runs), top, pause, oi[0] if oi else None)
-            if oi:
-                interrupts.append(Interrupt(oi[0], oi[1], None, list(oi[2]), wid))
+        async for part in _slices(t.workflows):
+            for (wid, terminal, open_runs, top, pause, oi) in part:
+                workflows[wid] = Workflow(wid, terminal, list(open_runs), top, pause, oi[0] if oi else None)
+                if oi:
+                    interrupts.append(Interrupt(oi[0], oi[1], None, list(oi[2]), wid))
+        tool_calls: Dict[str, ToolCall] = {}
+        async for part in _slices(t.tools):
+            tool_calls.update((tid, ToolCall(tid, run, st)) for tid, run, st in part)
+        transcript: List[Message] = []
+        async for part in _slices(t.messages):
+            transcript.extend(Message(*m) for m in part)
+        reasoning: List[Reasoning] = []
+        async for part in _slices(t.reasoning):
+            reasoning.extend(Reasoning(*r) for r in part)
+        slot = t.slot
         return cls(
             session_id=session_id,
-            head=head,
+            head=t.head,
             runs=runs,
-            tool_calls={tid: ToolCall(tid, run, st) for tid, run, st in tools_t},
+            tool_calls=tool_calls,
             open_interrupts=interrupts,
-            transcript=[Message(*m) for m in msgs_t],
+            transcript=transcript,
             active=None if slot is None else {slot[0]: slot[1]},
-            reasoning=[Reasoning(*r) for r in reasoning_t],
+            reasoning=reasoning,
             workflows=workflows,
-            documents=dict(documents),
+            documents=t.documents(),
         )
+
+
+async def _slices(page: Callable[[int], Tuple[List[Any], Optional[int]]]) -> AsyncIterator[List[Any]]:
+    """The slices ``page(at)`` returns, in turn. The loop runs between two
+    slices of one list, so between two of its turns at most one slice of
+    each list (runs, workflows, tool calls, messages, reasoning) is built."""
+    at: Optional[int] = 0
+    while at is not None:
+        items, at = page(at)
+        yield items
+        if at is not None:
+            await asyncio.sleep(0)
 
 
 @dataclass(frozen=True)

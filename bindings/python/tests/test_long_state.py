@@ -1,0 +1,88 @@
+"""A long session's state is read without stalling the event loop: the
+engine's copy is made on a worker, and the dataclasses are built in slices
+with the loop running between them (counted, not timed)."""
+
+import asyncio
+import json
+
+import narad
+from narad import _native, _state
+
+SPAWNED, INLINE_READY, INLINE_PENDING = 4, 0, 1
+SLICE = 512  # the extension's SLICE_ITEMS
+
+
+def _records(sid: str, n: int) -> list:
+    return [json.dumps({
+        "content": f"message {i}", "eventId": f"evt-{i}", "messageId": f"msg-{i}",
+        "messageScope": "session", "protocolVersion": "narad/v1", "sessionId": sid,
+        "sessionSequence": i + 1, "timestamp": "2026-12-06T04:37:39.735Z",
+        "type": "message.user.recorded",
+    }).encode() for i in range(n)]
+
+
+async def test_a_long_transcript_is_built_in_slices_with_the_loop_running_between(url, monkeypatch):
+    e = await narad.Engine.open(url)
+    sid, n = "session-long", 5 * SLICE + 7
+    await e.import_records(_records(sid, n))
+
+    built = [0]
+
+    class Counted(_state.Message):
+        def __init__(self, *a: object) -> None:
+            built[0] += 1
+            super().__init__(*a)
+
+    monkeypatch.setattr(_state, "Message", Counted)
+    # Another task records how many messages were built between two of its
+    # turns: with the whole transcript built in one go, that is all of it.
+    most, stop = [0], asyncio.Event()
+
+    async def other_task() -> None:
+        last = built[0]
+        while not stop.is_set():
+            await asyncio.sleep(0)
+            most[0] = max(most[0], built[0] - last)
+            last = built[0]
+
+    task = asyncio.create_task(other_task())
+    await asyncio.sleep(0)
+    before = _native._bridge_stats()
+    st = await e.state(sid)
+    after = _native._bridge_stats()
+    stop.set()
+    await task
+
+    assert [m.content for m in st.transcript] == [f"message {i}" for i in range(n)]
+    assert built[0] == n
+    assert 0 < most[0] <= SLICE
+    # The engine's call started on a worker, not with a poll on the loop.
+    assert after[SPAWNED] - before[SPAWNED] == 1
+    assert after[INLINE_READY] == before[INLINE_READY]
+    assert after[INLINE_PENDING] == before[INLINE_PENDING]
+    await e.close()
+
+
+async def test_a_state_read_in_slices_equals_the_engines(url):
+    # Runs, tool calls, messages and reasoning past one slice each: the
+    # sliced reading loses and repeats nothing.
+    e = await narad.Engine.open(url)
+    sid = await e.create_session()
+    turns = SLICE + 1
+    for i in range(turns):
+        await e.message(sid, f"q{i}")
+        run = await e.start_run(sid)
+        tool = await e.start_tool_call(sid, run, "t", {"i": i})
+        await e.finish_tool_call(sid, tool, {"ok": i})
+        async with e.stream_text(sid, run) as s:
+            async with await s.reasoning() as r:
+                await r.delta(f"thinking {i}")
+            await s.delta(f"a{i}")
+        await e.end_run(sid, run)
+    st = await e.state(sid)
+    assert len(st.runs) == turns and len(st.tool_calls) == turns
+    assert all(r.state == "finished" for r in st.runs.values())
+    assert [m.content for m in st.transcript] == [x for i in range(turns) for x in (f"q{i}", f"a{i}")]
+    assert [r.content for r in st.reasoning] == [f"thinking {i}" for i in range(turns)]
+    assert list(st.runs) == sorted(st.runs) and list(st.tool_calls) == sorted(st.tool_calls)
+    await e.close()
