@@ -133,6 +133,17 @@ impl<'py> IntoPyObject<'py> for Raw {
     }
 }
 
+/// The `type` member of a JSON record the engine produced (empty when it
+/// has none), read without building the record: the rest is skipped.
+pub fn record_type(raw: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct Typed<'a> {
+        #[serde(rename = "type", borrow, default)]
+        ty: std::borrow::Cow<'a, str>,
+    }
+    serde_json::from_slice::<Typed<'_>>(raw).map_or_else(|_| String::new(), |t| t.ty.into_owned())
+}
+
 /// The result of an engine call: an [`EngineError`] becomes the package's
 /// exception only on the loop's thread.
 pub enum Fail {

@@ -545,9 +545,16 @@ impl NativeEngine {
     }
 
     fn attach<'py>(&self, py: Python<'py>, session_id: String) -> PyResult<Bound<'py, PyAny>> {
-        awaitable!(self, py, |e, p| {
+        // A long session's hydrate renders megabytes of JSON: not on the
+        // loop's thread.
+        let (e, p) = self.get()?;
+        bridge::spawn_on_worker(py, async move {
             let a = e.attach(&p, &session_id).await?;
-            let hydrate: Vec<Raw> = a.hydrate.into_iter().map(Raw).collect();
+            let hydrate: Vec<(String, Raw)> = a
+                .hydrate
+                .into_iter()
+                .map(|r| (conv::record_type(&r), Raw(r)))
+                .collect();
             Ok::<_, EngineError>((
                 protocol::caps(&a.capabilities),
                 hydrate,

@@ -86,3 +86,26 @@ async def test_a_state_read_in_slices_equals_the_engines(url):
     assert [r.content for r in st.reasoning] == [f"thinking {i}" for i in range(turns)]
     assert list(st.runs) == sorted(st.runs) and list(st.tool_calls) == sorted(st.tool_calls)
     await e.close()
+
+
+async def test_attach_to_a_long_session_renders_its_hydrate_on_a_worker(url):
+    # The hydrate records are rendered on a worker; a record's type is read
+    # there, and its data is parsed only when asked for (a caller that
+    # forwards raw bytes never parses a long transcript on the loop).
+    e = await narad.Engine.open(url)
+    sid, n = "session-long", 3 * SLICE
+    await e.import_records(_records(sid, n))
+    before = _native._bridge_stats()
+    att = e.attach(sid)
+    first = await att.__anext__()
+    after = _native._bridge_stats()
+    assert after[SPAWNED] - before[SPAWNED] == 1
+    assert after[INLINE_READY] == before[INLINE_READY]
+    assert after[INLINE_PENDING] == before[INLINE_PENDING]
+    assert first.type == "messages.snapshot"
+    assert first._data is None  # not parsed yet
+    assert first.data == json.loads(first.raw)
+    assert [m["content"] for m in first.data["messages"]] == [f"message {i}" for i in range(n)]
+    assert first == narad.AttachItem(first.type, None, first.raw)
+    await att.aclose()
+    await e.close()

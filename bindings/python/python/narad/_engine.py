@@ -18,17 +18,29 @@ __all__ = ["AttachItem", "Attachment", "Engine", "HistoryPage", "ReasoningStream
 
 
 
-@dataclass(frozen=True)
 class AttachItem:
     """One record: an authority event, or a hydrate record on attach.
 
     ``type`` is its ``type`` field, ``data`` the parsed record, ``raw`` the
-    exact bytes as stored (or as produced, for hydrate records).
+    exact bytes as stored (or as produced, for hydrate records). A hydrate
+    record's ``data`` is parsed on first use: a long session's
+    ``messages.snapshot`` is megabytes of JSON, and a caller that forwards
+    ``raw`` never pays for it.
     """
 
-    type: str
-    data: Dict[str, Any]
-    raw: bytes
+    __slots__ = ("type", "raw", "_data")
+
+    def __init__(self, type: str, data: Optional[Dict[str, Any]], raw: bytes) -> None:
+        self.type = type
+        self.raw = raw
+        self._data = data
+
+    @property
+    def data(self) -> Dict[str, Any]:
+        """The parsed record (a ``dict``)."""
+        if self._data is None:
+            self._data = json.loads(self.raw)
+        return self._data
 
     @classmethod
     def _of(cls, raw: bytes) -> "AttachItem":
@@ -43,6 +55,17 @@ class AttachItem:
     def session_sequence(self) -> Optional[int]:
         """The event's ``sessionSequence`` (``None`` for hydrate records)."""
         return self.data.get("sessionSequence")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AttachItem):
+            return NotImplemented
+        return (self.type, self.raw) == (other.type, other.raw)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.raw))
+
+    def __repr__(self) -> str:
+        return f"AttachItem(type={self.type!r}, raw={self.raw[:80]!r}{'...' if len(self.raw) > 80 else ''})"
 
 
 @dataclass(frozen=True)
@@ -175,7 +198,7 @@ class Attachment:
         self.session_id = session_id
         self._after = after
         self._follow: Any = None
-        self._pending: List[bytes] = []
+        self._pending: List[Tuple[str, bytes]] = []
         self.capabilities: Optional[Dict[str, Any]] = None
 
     async def _open(self) -> None:
@@ -195,7 +218,8 @@ class Attachment:
         if self._follow is None:
             await self._open()
         if self._pending:
-            return AttachItem._of(self._pending.pop(0))
+            kind, raw = self._pending.pop(0)
+            return AttachItem(kind, None, raw)
         item = await self._follow.next()
         if item is None:
             raise StopAsyncIteration
