@@ -289,18 +289,30 @@ impl<S: Store + 'static> Engine<S> {
                 }
             }
             let every = self.inner.config.snapshot_every;
-            let snapshot = every > 0 && new_head - j.snapshot_head >= every;
+            let expected_head = j.head;
+            let mut snapshot = every > 0 && new_head - j.snapshot_head >= every;
             if snapshot {
-                side.push(SideWrite {
-                    space: SideSpace::Snapshot,
-                    key: session_id.to_owned(),
-                    expect: Expect::Any,
-                    value: Some(Bytes::from(j.encode_snapshot(&events))),
-                });
+                let encoded = match slot.take() {
+                    Some(j) => j.encode_snapshot_off_thread(events.clone()).await,
+                    None => None,
+                };
+                // Without it (the journal was lost with a panicked
+                // encoding) the batch goes without a snapshot, and the
+                // session rehydrates after it.
+                snapshot = encoded.is_some();
+                if let Some((j, bytes)) = encoded {
+                    *slot = Some(j);
+                    side.push(SideWrite {
+                        space: SideSpace::Snapshot,
+                        key: session_id.to_owned(),
+                        expect: Expect::Any,
+                        value: Some(Bytes::from(bytes)),
+                    });
+                }
             }
             let batch = Batch {
                 session_id: session_id.to_owned(),
-                expected_head: j.head,
+                expected_head,
                 events: events.clone(),
                 side,
                 watch: Vec::new(),

@@ -246,6 +246,24 @@ impl Journal {
         snapshot::seal(&self.session_id, head, chain, &body)
     }
 
+    /// [`Journal::encode_snapshot`] on the blocking pool, where the journal
+    /// moves and comes back from: a long session's snapshot is tens of MB,
+    /// tens of milliseconds of encoding that would otherwise stall the
+    /// thread polling the command (a tokio worker serving other sessions,
+    /// or a Python binding's event loop). `None` if the encoding panicked
+    /// (none can be reached) or the runtime shut down: the journal is gone
+    /// and the session rehydrates from the store.
+    pub async fn encode_snapshot_off_thread(
+        self,
+        pending: Vec<StoredEvent>,
+    ) -> Option<(Self, Vec<u8>)> {
+        off_thread(move || {
+            let bytes = self.encode_snapshot(&pending);
+            (self, bytes)
+        })
+        .await
+    }
+
     /// Records that `events` were appended: the head and the digest move on.
     pub fn appended(&mut self, events: &[StoredEvent]) {
         for ev in events {

@@ -139,24 +139,31 @@ impl<S: Store + 'static> Engine<S> {
         if slot.is_none() {
             *slot = Some(self.hydrate(session_id).await?);
         }
-        let Some(j) = slot.as_mut() else {
+        let Some(j) = slot.take() else {
             return Err(EngineError::UnknownSession);
         };
+        let Some((j, bytes)) = j.encode_snapshot_off_thread(Vec::new()).await else {
+            return Err(EngineError::Store(narad_store::StoreError::Backend(
+                "encoding the snapshot failed".into(),
+            )));
+        };
+        let head = j.head;
+        let j = slot.insert(j);
         let batch = Batch {
             session_id: session_id.to_owned(),
-            expected_head: j.head,
+            expected_head: head,
             side: vec![SideWrite {
                 space: SideSpace::Snapshot,
                 key: session_id.to_owned(),
                 expect: Expect::Any,
-                value: Some(Bytes::from(j.encode_snapshot(&[]))),
+                value: Some(Bytes::from(bytes)),
             }],
             ..Batch::default()
         };
         match self.append_resolving(batch).await {
             Ok(_) => {
-                j.snapshot_head = j.head;
-                Ok(j.head)
+                j.snapshot_head = head;
+                Ok(head)
             }
             Err(e) => {
                 *slot = None;

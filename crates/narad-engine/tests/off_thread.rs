@@ -1,7 +1,8 @@
-//! A long session's hydrate checks on tokio's blocking pool, not on the
+//! A long session's CPU work runs on tokio's blocking pool, not on the
 //! async thread that polls it (a tokio worker serving other sessions, or a
-//! Python binding's event loop): its snapshot's restore from 1 MiB on, and
-//! each replayed page from 256 events on.
+//! Python binding's event loop): a hydrate's snapshot restore from 1 MiB
+//! on, each replayed page from 256 events on, and the encoding of a
+//! periodic snapshot.
 //!
 //! Seen on a current-thread runtime with a ticker task beside the hydrate,
 //! through `FaultStore::observe` on a real redb store: between the store
@@ -159,4 +160,89 @@ fn a_long_replay_checks_each_page_off_the_async_thread() {
         ticks_between_reads(&stamps) > 0,
         "the first page was checked in place: {stamps:?}"
     );
+}
+
+/// Runs `messages` message commands on one session on a current-thread runtime
+/// with a ticker beside them, over an observed store, and returns for each
+/// `append` the ticks since the store call observed before it: the work
+/// of a command between its last store call and its append let the ticker
+/// run only if it was awaited elsewhere.
+fn ticks_before_each_append(
+    path: &std::path::Path,
+    snapshot_every: u64,
+    messages: usize,
+) -> Vec<u64> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let store = FaultStore::new(RedbStore::open(path).await.unwrap());
+        let ticks = Arc::new(AtomicU64::new(0));
+        let gaps = Arc::new(Mutex::new(Vec::new()));
+        let last = Arc::new(AtomicU64::new(0));
+        let (t, g, l) = (Arc::clone(&ticks), Arc::clone(&gaps), Arc::clone(&last));
+        store.observe(move |method, stage: Stage| {
+            let now = t.load(Ordering::SeqCst);
+            if method == Method::Append && stage == Stage::Called {
+                g.lock().unwrap().push(now - l.load(Ordering::SeqCst));
+            }
+            l.store(now, Ordering::SeqCst);
+        });
+        let e = writer_over(store, snapshot_every);
+        let sid = e
+            .create_session(&me(), NewSession::default())
+            .await
+            .unwrap();
+        let t = Arc::clone(&ticks);
+        let ticker = tokio::spawn(async move {
+            loop {
+                t.fetch_add(1, Ordering::SeqCst);
+                tokio::task::yield_now().await;
+            }
+        });
+        gaps.lock().unwrap().clear();
+        // Messages of 250 kB: a snapshot holds a MB of text, so its
+        // encoding outlasts the blocking thread's wake-up (a snapshot of a
+        // few bytes could be done before its handle is first polled).
+        for i in 0..messages {
+            let text = format!("{i}{}", "x".repeat(250_000));
+            e.message(&me(), &sid, text.as_str()).await.unwrap();
+        }
+        ticker.abort();
+        let snap = e.store().side(SideSpace::Snapshot, &sid).await.unwrap();
+        assert_eq!(snap.is_some(), snapshot_every < u64::MAX);
+        e.close().await.unwrap();
+        let gaps = gaps.lock().unwrap().clone();
+        gaps
+    })
+}
+
+fn writer_over<S: Store + 'static>(store: S, snapshot_every: u64) -> Engine<S> {
+    Engine::with_host(
+        store,
+        Arc::new(ManualClock::at_unix(1_780_000_000)),
+        Arc::new(SequentialIds::default()),
+        Arc::new(AllowAll),
+        EngineConfig {
+            snapshot_every,
+            ..EngineConfig::default()
+        },
+    )
+}
+
+#[test]
+fn a_periodic_snapshot_is_encoded_off_the_async_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    // Without snapshots, no command yields between its last store call
+    // and its append: the ticker never runs there.
+    let none = ticks_before_each_append(&dir.path().join("none.redb"), u64::MAX, 8);
+    assert_eq!(none.len(), 8, "{none:?}");
+    assert!(none.iter().all(|&t| t == 0), "{none:?}");
+    // With one every four events, the commands that carry one awaited its
+    // encoding on the blocking pool, and only those.
+    let some = ticks_before_each_append(&dir.path().join("some.redb"), 4, 8);
+    assert_eq!(some.len(), 8, "{some:?}");
+    let yielded = some.iter().filter(|&&t| t > 0).count();
+    assert!((1..=3).contains(&yielded), "{some:?}");
 }
