@@ -10,7 +10,7 @@ use narad_engine::{
 };
 use pyo3::prelude::*;
 
-use crate::bridge::spawn;
+use crate::bridge::{spawn, spawn_on_worker};
 use crate::conv::Raw;
 use crate::host::{posix, secs};
 use crate::protocol::invalid;
@@ -188,7 +188,7 @@ fn prune<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
     let pol = policy(max_idle, max_sessions_per_workspace, force).map_err(crate::errors::to_py)?;
-    spawn(py, async move {
+    spawn_on_worker(py, async move {
         let r = e.prune(&p, &pol, dry_run).await?;
         Ok::<_, EngineError>((r.deleted, r.kept))
     })
@@ -219,7 +219,7 @@ fn state_at<'py>(
     sequence: u64,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
-    crate::bridge::spawn_on_worker(py, async move {
+    spawn_on_worker(py, async move {
         let at = e.state_at(&p, &session_id, sequence).await?;
         Ok::<_, EngineError>(at.state().map(NativeState::from))
     })
@@ -234,7 +234,7 @@ fn fork<'py>(
     through: u64,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
-    spawn(py, async move { e.fork(&p, &session_id, through).await })
+    spawn_on_worker(py, async move { e.fork(&p, &session_id, through).await })
 }
 
 /// Imports the records of one session: `(sessionId, appended)`.
@@ -245,7 +245,7 @@ fn import_records<'py>(
     records: Vec<Vec<u8>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
-    spawn(py, async move { e.import(&p, &records).await })
+    spawn_on_worker(py, async move { e.import(&p, &records).await })
 }
 
 /// Hydrate records at the head: `(head, [bytes])`.
@@ -256,7 +256,7 @@ fn hydrate_records<'py>(
     session_id: String,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
-    crate::bridge::spawn_on_worker(py, async move {
+    spawn_on_worker(py, async move {
         let (head, recs) = e.hydrate_records(&p, &session_id).await?;
         Ok::<_, EngineError>((head, recs.into_iter().map(Raw).collect::<Vec<_>>()))
     })
@@ -304,7 +304,7 @@ fn reindex<'py>(
     session_id: String,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
-    spawn(py, async move { e.reindex(&p, &session_id).await })
+    spawn_on_worker(py, async move { e.reindex(&p, &session_id).await })
 }
 
 /// The entry rebuilt from the journal when the stored one differs, else `None`.
@@ -315,7 +315,7 @@ fn check_index<'py>(
     session_id: String,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, _) = engine.get()?;
-    spawn(py, async move {
+    spawn_on_worker(py, async move {
         Ok::<_, EngineError>(e.check_index(&session_id).await?.map(entry))
     })
 }
