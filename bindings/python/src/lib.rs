@@ -537,9 +537,16 @@ impl NativeEngine {
             workflow: workflow_id.map(|w| (w, after_workflow_sequence)),
             limit,
         };
-        awaitable!(self, py, |e, p| {
+        // A page is up to 4 MiB of events; each one's type is read on the
+        // worker, and its data parsed in Python only when asked for.
+        let (e, p) = self.get()?;
+        bridge::spawn_on_worker(py, async move {
             let page = e.history(&p, &session_id, &q).await?;
-            let events: Vec<Raw> = page.events.into_iter().map(|ev| Raw(ev.bytes)).collect();
+            let events: Vec<(String, Raw)> = page
+                .events
+                .into_iter()
+                .map(|ev| (conv::record_type(&ev.bytes), Raw(ev.bytes)))
+                .collect();
             Ok::<_, EngineError>((events, page.next))
         })
     }

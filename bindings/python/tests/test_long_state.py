@@ -109,3 +109,24 @@ async def test_attach_to_a_long_session_renders_its_hydrate_on_a_worker(url):
     assert first == narad.AttachItem(first.type, None, first.raw)
     await att.aclose()
     await e.close()
+
+
+async def test_a_history_page_is_read_on_a_worker_and_parsed_on_use(url):
+    e = await narad.Engine.open(url)
+    sid, n = "session-long", 3 * SLICE
+    await e.import_records(_records(sid, n))
+    before = _native._bridge_stats()
+    page = await e.history(sid)
+    after = _native._bridge_stats()
+    assert after[SPAWNED] - before[SPAWNED] == 1
+    assert after[INLINE_READY] == before[INLINE_READY]
+    events = list(page.events)
+    while page.next is not None:
+        page = await e.history(sid, after=page.next)
+        events += page.events
+    assert len(events) == n
+    assert {item.type for item in events} == {"message.user.recorded"}
+    assert all(item._data is None for item in events)  # not parsed yet
+    assert [item.session_sequence for item in events] == list(range(1, n + 1))
+    assert all(item.data == json.loads(item.raw) for item in events)
+    await e.close()

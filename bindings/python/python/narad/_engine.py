@@ -22,10 +22,11 @@ class AttachItem:
     """One record: an authority event, or a hydrate record on attach.
 
     ``type`` is its ``type`` field, ``data`` the parsed record, ``raw`` the
-    exact bytes as stored (or as produced, for hydrate records). A hydrate
-    record's ``data`` is parsed on first use: a long session's
-    ``messages.snapshot`` is megabytes of JSON, and a caller that forwards
-    ``raw`` never pays for it.
+    exact bytes as stored (or as produced, for hydrate records). The
+    ``data`` of a hydrate record or a history page's event is parsed on
+    first use: a long session's ``messages.snapshot`` is megabytes of JSON,
+    a history page up to 4 MiB, and a caller that forwards ``raw`` never
+    pays for it.
     """
 
     __slots__ = ("type", "raw", "_data")
@@ -472,7 +473,7 @@ class Engine(_LifecycleMixin, _RecordsMixin):
         """One page of history (§10.2) by session, run-tree or workflow cursor."""
         events, nxt = await self._native.history(session_id, after, root_run_id, after_sequence,
                                                  workflow_id, after_workflow_sequence, limit)
-        return HistoryPage([AttachItem._of(b) for b in events], nxt)
+        return HistoryPage([AttachItem(kind, None, raw) for kind, raw in events], nxt)
 
     def attach(self, session_id: str) -> Attachment:
         """Attach (§10.3): hydrate records, then live events without gap."""
