@@ -14,6 +14,8 @@
 
 mod common;
 
+use std::future::Future;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -23,7 +25,7 @@ use narad_store::fault::{FaultStore, Method, Stage};
 use narad_store::{SideSpace, Store};
 use narad_store_redb::RedbStore;
 
-fn writer(store: RedbStore, snapshot_every: u64) -> Engine<RedbStore> {
+fn writer<S: Store + 'static>(store: S, snapshot_every: u64) -> Engine<S> {
     Engine::with_host(
         store,
         Arc::new(ManualClock::at_unix(1_780_000_000)),
@@ -36,11 +38,14 @@ fn writer(store: RedbStore, snapshot_every: u64) -> Engine<RedbStore> {
     )
 }
 
-/// Opens `path` behind an observed store, hydrates `sid` (a read) on a
-/// current-thread runtime with a ticker beside it, and returns the
-/// ticker's count when the hydrate's first two `read_session`s returned
-/// and were called: `[first called, first returned, second called, ...]`.
-fn hydrate_stamped(path: &std::path::Path, sid: &str) -> Vec<u64> {
+/// Runs `body` on a current-thread runtime over an observed redb store at
+/// `path`, with a ticker task beside it; `observe` sees each store call
+/// (method, made or returned) with the ticker's count at that moment.
+fn ticked<T, F: Future<Output = T>>(
+    path: &Path,
+    observe: impl Fn(Method, Stage, u64) + Send + Sync + 'static,
+    body: impl FnOnce(FaultStore<RedbStore>) -> F,
+) -> T {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -48,28 +53,39 @@ fn hydrate_stamped(path: &std::path::Path, sid: &str) -> Vec<u64> {
     rt.block_on(async {
         let store = FaultStore::new(RedbStore::open(path).await.unwrap());
         let ticks = Arc::new(AtomicU64::new(0));
-        let stamps = Arc::new(Mutex::new(Vec::new()));
-        let (t, s) = (Arc::clone(&ticks), Arc::clone(&stamps));
-        store.observe(move |method, _stage: Stage| {
-            if method == Method::ReadSession {
-                s.lock().unwrap().push(t.load(Ordering::SeqCst));
-            }
-        });
-        let e = fixed_host(store, Arc::new(AllowAll));
         let t = Arc::clone(&ticks);
+        store.observe(move |method, stage| observe(method, stage, t.load(Ordering::SeqCst)));
         let ticker = tokio::spawn(async move {
             loop {
-                t.fetch_add(1, Ordering::SeqCst);
+                ticks.fetch_add(1, Ordering::SeqCst);
                 tokio::task::yield_now().await;
             }
         });
-        e.state(&me(), sid).await.unwrap();
+        let out = body(store).await;
         ticker.abort();
-        e.close().await.unwrap();
-        let stamps = stamps.lock().unwrap().clone();
-        assert!(stamps.len() >= 4, "two reads: {stamps:?}");
-        stamps
+        out
     })
+}
+
+/// Hydrates `sid` (a read) from `path` beside a ticker and returns the
+/// ticker's count when the hydrate's first two `read_session`s were
+/// called and returned: `[first called, first returned, second called, ...]`.
+fn hydrate_stamped(path: &Path, sid: &str) -> Vec<u64> {
+    let stamps = Arc::new(Mutex::new(Vec::new()));
+    let s = Arc::clone(&stamps);
+    let observe = move |method, _stage, ticks| {
+        if method == Method::ReadSession {
+            s.lock().unwrap().push(ticks);
+        }
+    };
+    ticked(path, observe, |store| async move {
+        let e = fixed_host(store, Arc::new(AllowAll));
+        e.state(&me(), sid).await.unwrap();
+        e.close().await.unwrap();
+    });
+    let stamps = stamps.lock().unwrap().clone();
+    assert!(stamps.len() >= 4, "two reads: {stamps:?}");
+    stamps
 }
 
 /// Ticks between the return of the hydrate's first `read_session` and the
@@ -162,45 +178,26 @@ fn a_long_replay_checks_each_page_off_the_async_thread() {
     );
 }
 
-/// Runs `messages` message commands on one session on a current-thread runtime
-/// with a ticker beside them, over an observed store, and returns for each
-/// `append` the ticks since the store call observed before it: the work
-/// of a command between its last store call and its append let the ticker
-/// run only if it was awaited elsewhere.
-fn ticks_before_each_append(
-    path: &std::path::Path,
-    snapshot_every: u64,
-    messages: usize,
-) -> Vec<u64> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let store = FaultStore::new(RedbStore::open(path).await.unwrap());
-        let ticks = Arc::new(AtomicU64::new(0));
-        let gaps = Arc::new(Mutex::new(Vec::new()));
-        let last = Arc::new(AtomicU64::new(0));
-        let (t, g, l) = (Arc::clone(&ticks), Arc::clone(&gaps), Arc::clone(&last));
-        store.observe(move |method, stage: Stage| {
-            let now = t.load(Ordering::SeqCst);
-            if method == Method::Append && stage == Stage::Called {
-                g.lock().unwrap().push(now - l.load(Ordering::SeqCst));
-            }
-            l.store(now, Ordering::SeqCst);
-        });
-        let e = writer_over(store, snapshot_every);
+/// Runs `messages` message commands on one session beside a ticker and
+/// returns for each `append` the ticks since the store call observed
+/// before it: the work of a command between its last store call and its
+/// append let the ticker run only if it was awaited elsewhere.
+fn ticks_before_each_append(path: &Path, snapshot_every: u64, messages: usize) -> Vec<u64> {
+    let gaps = Arc::new(Mutex::new(Vec::new()));
+    let last = AtomicU64::new(0);
+    let g = Arc::clone(&gaps);
+    let observe = move |method, stage, ticks| {
+        if method == Method::Append && stage == Stage::Called {
+            g.lock().unwrap().push(ticks - last.load(Ordering::SeqCst));
+        }
+        last.store(ticks, Ordering::SeqCst);
+    };
+    ticked(path, observe, |store| async {
+        let e = writer(store, snapshot_every);
         let sid = e
             .create_session(&me(), NewSession::default())
             .await
             .unwrap();
-        let t = Arc::clone(&ticks);
-        let ticker = tokio::spawn(async move {
-            loop {
-                t.fetch_add(1, Ordering::SeqCst);
-                tokio::task::yield_now().await;
-            }
-        });
         gaps.lock().unwrap().clear();
         // Messages of 250 kB: a snapshot holds a MB of text, so its
         // encoding outlasts the blocking thread's wake-up (a snapshot of a
@@ -209,26 +206,12 @@ fn ticks_before_each_append(
             let text = format!("{i}{}", "x".repeat(250_000));
             e.message(&me(), &sid, text.as_str()).await.unwrap();
         }
-        ticker.abort();
         let snap = e.store().side(SideSpace::Snapshot, &sid).await.unwrap();
         assert_eq!(snap.is_some(), snapshot_every < u64::MAX);
         e.close().await.unwrap();
-        let gaps = gaps.lock().unwrap().clone();
-        gaps
-    })
-}
-
-fn writer_over<S: Store + 'static>(store: S, snapshot_every: u64) -> Engine<S> {
-    Engine::with_host(
-        store,
-        Arc::new(ManualClock::at_unix(1_780_000_000)),
-        Arc::new(SequentialIds::default()),
-        Arc::new(AllowAll),
-        EngineConfig {
-            snapshot_every,
-            ..EngineConfig::default()
-        },
-    )
+    });
+    let gaps = gaps.lock().unwrap().clone();
+    gaps
 }
 
 #[test]
