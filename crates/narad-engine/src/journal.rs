@@ -22,7 +22,9 @@ const OFF_THREAD_EVENTS: usize = 256;
 
 /// Runs `f` on tokio's blocking pool (here when no runtime runs this
 /// task); `None` if it panicked or its runtime shut down.
-async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+pub(crate) async fn off_thread<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
     match tokio::runtime::Handle::try_current() {
         Ok(rt) => {
             // What the work logs stays inside the caller's span.

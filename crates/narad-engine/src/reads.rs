@@ -251,7 +251,8 @@ impl<S: Store + 'static> Engine<S> {
     /// ([`SessionState::with_journal`](crate::SessionState::with_journal)),
     /// so the first read costs one pass over the journal; the engine keeps
     /// what it folded with the cached session, and a later read folds only
-    /// the events appended since.
+    /// the events appended since. The copy of a session of 10,000 events
+    /// or more is made on tokio's blocking pool, not on the task's thread.
     ///
     /// ```
     /// # async fn demo(engine: narad_engine::Engine<narad_store_redb::RedbStore>,
@@ -275,13 +276,12 @@ impl<S: Store + 'static> Engine<S> {
         session_id: &str,
     ) -> Result<crate::SessionState, EngineError> {
         self.authorize(p, Action::Read { session_id })?;
-        let ((mut s, cache), _) = self
-            .command(p, session_id, |j| {
-                let s = crate::SessionState::from_checker(&j.checker, &j.session_id)
-                    .unwrap_or_default();
-                Ok(Plan::of(Vec::new(), (s, j.details.clone())))
-            })
-            .await?;
+        let read = self.read_journal(session_id, |j| {
+            let s =
+                crate::SessionState::from_checker(&j.checker, &j.session_id).unwrap_or_default();
+            (s, j.details.clone())
+        });
+        let (mut s, cache) = crate::telemetry::traced("state", session_id, read).await?;
         // No tool call, open interrupt, ended run or unplaced reasoning:
         // nothing to fold.
         let ended = s.runs.values().any(|r| r.state.is_terminal());
@@ -320,14 +320,9 @@ impl<S: Store + 'static> Engine<S> {
     /// documented on [`SessionState`](crate::SessionState).
     pub async fn state_json(&self, p: &Principal, session_id: &str) -> Result<String, EngineError> {
         self.authorize(p, Action::Read { session_id })?;
-        let (s, _) = self
-            .command(p, session_id, |j| {
-                Ok(Plan::of(
-                    Vec::new(),
-                    j.checker.state_json(&j.session_id).unwrap_or_default(),
-                ))
-            })
-            .await?;
-        Ok(s)
+        let read = self.read_journal(session_id, |j| {
+            j.checker.state_json(&j.session_id).unwrap_or_default()
+        });
+        crate::telemetry::traced("state_json", session_id, read).await
     }
 }

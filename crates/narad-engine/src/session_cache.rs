@@ -14,6 +14,9 @@ use crate::error::EngineError;
 use crate::host::{Action, Principal};
 use crate::journal::{Journal, Meta};
 
+/// From this head on, [`Engine::read_journal`] reads on the blocking pool.
+const OFF_THREAD_HEAD: u64 = 10_000;
+
 impl<S: Store + 'static> Engine<S> {
     pub(crate) fn cell(&self, session_id: &str) -> Cell {
         let mut cells = match self.inner.cells.lock() {
@@ -124,6 +127,61 @@ impl<S: Store + 'static> Engine<S> {
             }
             None => Err(EngineError::UnknownSession),
         }
+    }
+
+    /// `read` applied to the session's journal, hydrated if needed and
+    /// current with the store (another engine may have moved it on), as a
+    /// read command answers. A journal of [`OFF_THREAD_HEAD`] events or
+    /// more moves to the blocking pool for it and back: a whole state's
+    /// copy of a long session takes tens to hundreds of milliseconds, which
+    /// would hold the thread polling the read (a tokio worker serving other
+    /// sessions, or a Python binding's event loop).
+    pub(crate) async fn read_journal<T: Send + 'static>(
+        &self,
+        session_id: &str,
+        read: impl Fn(&Journal) -> T + Send + Sync + 'static,
+    ) -> Result<T, EngineError> {
+        use crate::append::{retry, Attempt};
+        let read = Arc::new(read);
+        let cell = self.cell(session_id);
+        let mut slot = cell.lock().await;
+        retry!(self, async {
+            if slot.is_some() {
+                metrics::counter!(crate::telemetry::CACHE_HITS).increment(1);
+            } else {
+                *slot = Some(self.hydrate(session_id).await?);
+            }
+            let Some(j) = slot.as_ref() else {
+                return Ok(Attempt::Again);
+            };
+            if self.inner.store.head(session_id).await? != j.head {
+                *slot = None;
+                return Ok(Attempt::Again);
+            }
+            if j.head < OFF_THREAD_HEAD {
+                return Ok(Attempt::Done(read(j)));
+            }
+            let Some(j) = slot.take() else {
+                return Ok(Attempt::Again);
+            };
+            let read = Arc::clone(&read);
+            match crate::journal::off_thread(move || {
+                let out = read(&j);
+                (j, out)
+            })
+            .await
+            {
+                Some((j, out)) => {
+                    *slot = Some(j);
+                    Ok(Attempt::Done(out))
+                }
+                // The journal was lost with the read (none can panic, or
+                // the runtime shut down): the session rehydrates.
+                None => Err(EngineError::Store(narad_store::StoreError::Backend(
+                    "reading the session's state failed".into(),
+                ))),
+            }
+        })
     }
 
     /// Writes a reducer snapshot of the session at its head now (guarded by

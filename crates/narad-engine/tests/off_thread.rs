@@ -39,12 +39,13 @@ fn writer<S: Store + 'static>(store: S, snapshot_every: u64) -> Engine<S> {
 }
 
 /// Runs `body` on a current-thread runtime over an observed redb store at
-/// `path`, with a ticker task beside it; `observe` sees each store call
-/// (method, made or returned) with the ticker's count at that moment.
+/// `path`, with a ticker task beside it whose count `body` is given;
+/// `observe` sees each store call (method, made or returned) with the
+/// ticker's count at that moment.
 fn ticked<T, F: Future<Output = T>>(
     path: &Path,
     observe: impl Fn(Method, Stage, u64) + Send + Sync + 'static,
-    body: impl FnOnce(FaultStore<RedbStore>) -> F,
+    body: impl FnOnce(FaultStore<RedbStore>, Arc<AtomicU64>) -> F,
 ) -> T {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -55,13 +56,14 @@ fn ticked<T, F: Future<Output = T>>(
         let ticks = Arc::new(AtomicU64::new(0));
         let t = Arc::clone(&ticks);
         store.observe(move |method, stage| observe(method, stage, t.load(Ordering::SeqCst)));
+        let t = Arc::clone(&ticks);
         let ticker = tokio::spawn(async move {
             loop {
-                ticks.fetch_add(1, Ordering::SeqCst);
+                t.fetch_add(1, Ordering::SeqCst);
                 tokio::task::yield_now().await;
             }
         });
-        let out = body(store).await;
+        let out = body(store, ticks).await;
         ticker.abort();
         out
     })
@@ -78,7 +80,7 @@ fn hydrate_stamped(path: &Path, sid: &str) -> Vec<u64> {
             s.lock().unwrap().push(ticks);
         }
     };
-    ticked(path, observe, |store| async move {
+    ticked(path, observe, |store, _| async move {
         let e = fixed_host(store, Arc::new(AllowAll));
         e.state(&me(), sid).await.unwrap();
         e.close().await.unwrap();
@@ -135,15 +137,12 @@ fn a_long_snapshot_restores_off_the_async_thread_and_a_short_one_in_place() {
     assert_eq!(ticks_between_reads(&stamps), 0, "{stamps:?}");
 }
 
-#[test]
-fn a_long_replay_checks_each_page_off_the_async_thread() {
-    let dir = tempfile::tempdir().unwrap();
+/// A session of `messages` user messages (and no snapshot) written to a
+/// fresh redb file at `path` in one import; returns its id.
+fn imported_session(path: &Path, messages: u64) -> String {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let path = dir.path().join("replay.redb");
-    // 1,100 messages and no snapshot: a first page of 1,024 events, then
-    // the rest.
-    let sid = rt.block_on(async {
-        let e = writer(RedbStore::open(&path).await.unwrap(), u64::MAX);
+    rt.block_on(async {
+        let e = writer(RedbStore::open(path).await.unwrap(), u64::MAX);
         let sid = e
             .create_session(&me(), NewSession::default())
             .await
@@ -157,25 +156,73 @@ fn a_long_replay_checks_each_page_off_the_async_thread() {
         // in one batch into a fresh store.
         let mut records = journal;
         let template: serde_json::Value = serde_json::from_slice(&message).unwrap();
-        for seq in first + 1..=first + 1_100 {
+        for seq in first + 1..=first + messages {
             let mut m = template.clone();
             m["eventId"] = format!("event-{seq}").into();
             m["messageId"] = format!("message-{seq}").into();
             m["sessionSequence"] = seq.into();
             records.push(serde_json::to_vec(&m).unwrap());
         }
-        std::fs::remove_file(&path).unwrap();
-        let e = writer(RedbStore::open(&path).await.unwrap(), u64::MAX);
+        std::fs::remove_file(path).unwrap();
+        let e = writer(RedbStore::open(path).await.unwrap(), u64::MAX);
         let (sid, n) = e.import(&me(), &records).await.unwrap();
         assert_eq!(n as usize, records.len());
         e.close().await.unwrap();
         sid
-    });
+    })
+}
+
+#[test]
+fn a_long_replay_checks_each_page_off_the_async_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("replay.redb");
+    // 1,100 messages and no snapshot: a first page of 1,024 events, then
+    // the rest.
+    let sid = imported_session(&path, 1_100);
     let stamps = hydrate_stamped(&path, &sid);
     assert!(
         ticks_between_reads(&stamps) > 0,
         "the first page was checked in place: {stamps:?}"
     );
+}
+
+/// Reads `sid`'s state twice from `path` beside a ticker (the first read
+/// hydrates it) and returns the ticks from the second read's `head` check
+/// to its end: its copy of the state let the ticker run only if it was
+/// awaited elsewhere.
+fn ticks_after_a_cached_read(path: &Path, sid: &str) -> u64 {
+    let at_head = Arc::new(AtomicU64::new(0));
+    let h = Arc::clone(&at_head);
+    let observe = move |method, stage, ticks| {
+        if method == Method::Head && stage == Stage::Returned {
+            h.store(ticks, Ordering::SeqCst);
+        }
+    };
+    ticked(path, observe, |store, ticks| async move {
+        let e = writer(store, u64::MAX);
+        e.state(&me(), sid).await.unwrap();
+        let s = e.state(&me(), sid).await.unwrap();
+        let end = ticks.load(Ordering::SeqCst);
+        assert!(
+            s.transcript.messages.len() > 100,
+            "{}",
+            s.transcript.messages.len()
+        );
+        e.close().await.unwrap();
+        end - at_head.load(Ordering::SeqCst)
+    })
+}
+
+#[test]
+fn a_long_sessions_state_is_copied_off_the_async_thread_and_a_short_ones_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = dir.path().join("long.redb");
+    let sid = imported_session(&long, 10_100);
+    let ticks = ticks_after_a_cached_read(&long, &sid);
+    assert!(ticks > 0, "the copy ran in place: {ticks}");
+    let short = dir.path().join("short.redb");
+    let sid = imported_session(&short, 200);
+    assert_eq!(ticks_after_a_cached_read(&short, &sid), 0);
 }
 
 /// Runs `messages` message commands on one session beside a ticker and
@@ -192,7 +239,7 @@ fn ticks_before_each_append(path: &Path, snapshot_every: u64, messages: usize) -
         }
         last.store(ticks, Ordering::SeqCst);
     };
-    ticked(path, observe, |store| async {
+    ticked(path, observe, |store, _| async {
         let e = writer(store, snapshot_every);
         let sid = e
             .create_session(&me(), NewSession::default())
