@@ -94,6 +94,9 @@ impl Drop for NativeState {
     }
 }
 
+/// A slice's tuples, and where the next slice starts (`None` after the last).
+type Slice<'py> = PyResult<(Bound<'py, PyList>, Option<usize>)>;
+
 /// The slice of `items` from `at`: its tuples, and where the next slice
 /// starts (`None` after the last). `text` is the bytes an item copies.
 fn slice<'py, T>(
@@ -102,7 +105,7 @@ fn slice<'py, T>(
     at: usize,
     text: impl Fn(&T) -> usize,
     tuple: impl Fn(&T) -> PyResult<Bound<'py, PyAny>>,
-) -> PyResult<(Bound<'py, PyList>, Option<usize>)> {
+) -> Slice<'py> {
     let out = PyList::empty(py);
     let mut bytes = 0;
     let mut i = at;
@@ -116,8 +119,6 @@ fn slice<'py, T>(
     }
     Ok((out, None))
 }
-
-type Slice<'py> = PyResult<(Bound<'py, PyList>, Option<usize>)>;
 
 #[pymethods]
 impl NativeState {
