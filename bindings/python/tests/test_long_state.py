@@ -130,3 +130,22 @@ async def test_a_history_page_is_read_on_a_worker_and_parsed_on_use(url):
     assert [item.session_sequence for item in events] == list(range(1, n + 1))
     assert all(item.data == json.loads(item.raw) for item in events)
     await e.close()
+
+
+async def test_a_long_text_stream_keeps_its_text(url):
+    # Many deltas: the stream's text (read midway and at the end) and the
+    # transcript agree with what was sent.
+    e = await narad.Engine.open(url)
+    sid = await e.create_session()
+    run = await e.start_run(sid)
+    parts = [f"token {i} " for i in range(3 * SLICE)]
+    async with e.stream_text(sid, run) as s:
+        for i, p in enumerate(parts):
+            await s.delta(p)
+            if i == SLICE:
+                assert s.text == "".join(parts[: SLICE + 1])
+    assert s.completed and s.text == "".join(parts)
+    await e.end_run(sid, run)
+    st = await e.state(sid)
+    assert [m.content for m in st.transcript] == ["".join(parts)]
+    await e.close()

@@ -109,9 +109,19 @@ class TextStream:
         self.workflow_id = workflow_id
         self.role = role
         self.message_id: Optional[str] = message_id
-        self.text = ""
         self.completed = False
         self._handle: Any = None
+        # The deltas so far, joined when `text` is read: `self.text += d`
+        # copied the whole text at each delta (an attribute gets no
+        # in-place append), quadratic in a long stream's deltas.
+        self._parts: List[str] = []
+
+    @property
+    def text(self) -> str:
+        """The text streamed so far."""
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
 
     async def start(self) -> "TextStream":
         """Appends ``message.text.started`` (done by ``async with``)."""
@@ -127,7 +137,7 @@ class TextStream:
         if self._handle is None:
             await self.start()
         await self._handle.delta(text)
-        self.text += text
+        self._parts.append(text)
 
     async def complete(self) -> None:
         """Appends ``message.text.completed`` (once)."""
