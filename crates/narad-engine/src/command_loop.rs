@@ -109,14 +109,7 @@ impl<S: Store + 'static> Engine<S> {
                     return Ok(Attempt::Done((codec.decode(key, out)?, events)));
                 }
             }
-            if slot.is_some() {
-                metrics::counter!(telemetry::CACHE_HITS).increment(1);
-            } else {
-                *slot = Some(self.hydrate(session_id).await?);
-            }
-            let Some(j) = slot.as_mut() else {
-                return Ok(Attempt::Again);
-            };
+            let j = self.loaded(&mut slot, session_id).await?;
             let span = tracing::debug_span!(telemetry::SPAN_PLAN, drafts = tracing::field::Empty);
             let planned = span.in_scope(|| plan(j));
             if let Ok(p) = &planned {
@@ -293,7 +286,10 @@ impl<S: Store + 'static> Engine<S> {
             let mut snapshot = every > 0 && new_head - j.snapshot_head >= every;
             if snapshot {
                 let encoded = match slot.take() {
-                    Some(j) => j.encode_snapshot_off_thread(events.clone()).await,
+                    Some(j) => {
+                        let pending = events.clone();
+                        j.off_thread(move |j| j.encode_snapshot(&pending)).await
+                    }
                     None => None,
                 };
                 // Without it (the journal was lost with a panicked

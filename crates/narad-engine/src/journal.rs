@@ -248,20 +248,21 @@ impl Journal {
         snapshot::seal(&self.session_id, head, chain, &body)
     }
 
-    /// [`Journal::encode_snapshot`] on the blocking pool, where the journal
-    /// moves and comes back from: a long session's snapshot is tens of MB,
-    /// tens of milliseconds of encoding that would otherwise stall the
+    /// `f` applied to this journal on the blocking pool, where the journal
+    /// moves and comes back from: a long session's work (encoding its
+    /// snapshot, replaying a page, copying its whole state) takes
+    /// milliseconds to hundreds of them, which would otherwise stall the
     /// thread polling the command (a tokio worker serving other sessions,
-    /// or a Python binding's event loop). `None` if the encoding panicked
-    /// (none can be reached) or the runtime shut down: the journal is gone
-    /// and the session rehydrates from the store.
-    pub async fn encode_snapshot_off_thread(
-        self,
-        pending: Vec<StoredEvent>,
-    ) -> Option<(Self, Vec<u8>)> {
+    /// or a Python binding's event loop). `None` if `f` panicked (none can
+    /// be reached) or the runtime shut down: the journal is gone and the
+    /// session rehydrates from the store.
+    pub async fn off_thread<T: Send + 'static>(
+        mut self,
+        f: impl FnOnce(&mut Self) -> T + Send + 'static,
+    ) -> Option<(Self, T)> {
         off_thread(move || {
-            let bytes = self.encode_snapshot(&pending);
-            (self, bytes)
+            let out = f(&mut self);
+            (self, out)
         })
         .await
     }
@@ -410,13 +411,16 @@ impl Journal {
                 // A full page is milliseconds of checking: on the blocking
                 // pool, like a long snapshot's restore.
                 let events = page.events;
-                off_thread(move || j.replay(&events).map(|()| j))
-                    .await
-                    .ok_or_else(|| {
-                        EngineError::Store(narad_store::StoreError::Backend(
-                            "replaying a page of the journal failed".into(),
-                        ))
-                    })??
+                let (j, replayed) =
+                    j.off_thread(move |j| j.replay(&events))
+                        .await
+                        .ok_or_else(|| {
+                            EngineError::Store(narad_store::StoreError::Backend(
+                                "replaying a page of the journal failed".into(),
+                            ))
+                        })?;
+                replayed?;
+                j
             };
             if last {
                 return Ok(j);

@@ -129,6 +129,22 @@ impl<S: Store + 'static> Engine<S> {
         }
     }
 
+    /// The session's journal in `slot`, hydrated from the store when the
+    /// cache holds none (a command's and a read's first step).
+    pub(crate) async fn loaded<'s>(
+        &self,
+        slot: &'s mut Option<Journal>,
+        session_id: &str,
+    ) -> Result<&'s mut Journal, EngineError> {
+        match slot {
+            Some(j) => {
+                metrics::counter!(crate::telemetry::CACHE_HITS).increment(1);
+                Ok(j)
+            }
+            None => Ok(slot.insert(self.hydrate(session_id).await?)),
+        }
+    }
+
     /// `read` applied to the session's journal, hydrated if needed and
     /// current with the store (another engine may have moved it on), as a
     /// read command answers. A journal of [`OFF_THREAD_HEAD`] events or
@@ -146,14 +162,7 @@ impl<S: Store + 'static> Engine<S> {
         let cell = self.cell(session_id);
         let mut slot = cell.lock().await;
         retry!(self, async {
-            if slot.is_some() {
-                metrics::counter!(crate::telemetry::CACHE_HITS).increment(1);
-            } else {
-                *slot = Some(self.hydrate(session_id).await?);
-            }
-            let Some(j) = slot.as_ref() else {
-                return Ok(Attempt::Again);
-            };
+            let j = self.loaded(&mut slot, session_id).await?;
             if self.inner.store.head(session_id).await? != j.head {
                 *slot = None;
                 return Ok(Attempt::Again);
@@ -165,12 +174,7 @@ impl<S: Store + 'static> Engine<S> {
                 return Ok(Attempt::Again);
             };
             let read = Arc::clone(&read);
-            match crate::journal::off_thread(move || {
-                let out = read(&j);
-                (j, out)
-            })
-            .await
-            {
+            match j.off_thread(move |j| read(j)).await {
                 Some((j, out)) => {
                     *slot = Some(j);
                     Ok(Attempt::Done(out))
@@ -200,7 +204,7 @@ impl<S: Store + 'static> Engine<S> {
         let Some(j) = slot.take() else {
             return Err(EngineError::UnknownSession);
         };
-        let Some((j, bytes)) = j.encode_snapshot_off_thread(Vec::new()).await else {
+        let Some((j, bytes)) = j.off_thread(|j| j.encode_snapshot(&[])).await else {
             return Err(EngineError::Store(narad_store::StoreError::Backend(
                 "encoding the snapshot failed".into(),
             )));
