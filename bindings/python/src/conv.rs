@@ -133,15 +133,36 @@ impl<'py> IntoPyObject<'py> for Raw {
     }
 }
 
-/// The `type` member of a JSON record the engine produced (empty when it
-/// has none), read without building the record: the rest is skipped.
-pub fn record_type(raw: &[u8]) -> String {
-    #[derive(serde::Deserialize)]
-    struct Typed<'a> {
-        #[serde(rename = "type", borrow, default)]
-        ty: std::borrow::Cow<'a, str>,
+/// A JSON record the engine produced, for Python as `(type, bytes)`. Its
+/// `type` member (empty when it has none) is read when this is made, where
+/// the call ran, without building the record; Python parses the rest only
+/// if asked.
+pub struct Typed {
+    ty: String,
+    raw: Bytes,
+}
+
+impl From<Bytes> for Typed {
+    fn from(raw: Bytes) -> Self {
+        #[derive(serde::Deserialize)]
+        struct Type<'a> {
+            #[serde(rename = "type", borrow, default)]
+            ty: std::borrow::Cow<'a, str>,
+        }
+        let ty = serde_json::from_slice::<Type<'_>>(&raw)
+            .map_or_else(|_| String::new(), |t| t.ty.into_owned());
+        Self { ty, raw }
     }
-    serde_json::from_slice::<Typed<'_>>(raw).map_or_else(|_| String::new(), |t| t.ty.into_owned())
+}
+
+impl<'py> IntoPyObject<'py> for Typed {
+    type Target = PyTuple;
+    type Output = Bound<'py, PyTuple>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
+        (self.ty, Raw(self.raw)).into_pyobject(py)
+    }
 }
 
 /// The result of an engine call: an [`EngineError`] becomes the package's

@@ -44,7 +44,7 @@ use narad_engine::{EngineError, NewSession, Principal, SequentialIds};
 use pyo3::prelude::*;
 
 use crate::bridge::{spawn, spawn_abortable};
-use crate::conv::{opt_value, value, Json, Raw};
+use crate::conv::{opt_value, value, Json, Raw, Typed};
 use crate::protocol::{Eng, Host, RunArgs};
 
 fn closed() -> EngineError {
@@ -73,6 +73,11 @@ macro_rules! awaitable {
     ($self:ident, $py:ident, |$e:ident, $p:ident| $body:expr) => {{
         let ($e, $p) = $self.get()?;
         $crate::bridge::spawn($py, async move { $body })
+    }};
+    // A read whose work grows with the session: it starts on a worker.
+    (on_worker $self:ident, $py:ident, |$e:ident, $p:ident| $body:expr) => {{
+        let ($e, $p) = $self.get()?;
+        $crate::bridge::spawn_on_worker($py, async move { $body })
     }};
 }
 
@@ -496,15 +501,14 @@ impl NativeEngine {
     }
 
     fn state<'py>(&self, py: Python<'py>, session_id: String) -> PyResult<Bound<'py, PyAny>> {
-        let (e, p) = self.get()?;
-        bridge::spawn_on_worker(py, async move {
-            e.state(&p, &session_id).await.map(state::NativeState::from)
-        })
+        awaitable!(on_worker self, py, |e, p| e
+            .state(&p, &session_id)
+            .await
+            .map(state::NativeState::from))
     }
 
     fn state_json<'py>(&self, py: Python<'py>, session_id: String) -> PyResult<Bound<'py, PyAny>> {
-        let (e, p) = self.get()?;
-        bridge::spawn_on_worker(py, async move { e.state_json(&p, &session_id).await })
+        awaitable!(on_worker self, py, |e, p| e.state_json(&p, &session_id).await)
     }
 
     fn capabilities<'py>(
@@ -539,14 +543,9 @@ impl NativeEngine {
         };
         // A page is up to 4 MiB of events; each one's type is read on the
         // worker, and its data parsed in Python only when asked for.
-        let (e, p) = self.get()?;
-        bridge::spawn_on_worker(py, async move {
+        awaitable!(on_worker self, py, |e, p| {
             let page = e.history(&p, &session_id, &q).await?;
-            let events: Vec<(String, Raw)> = page
-                .events
-                .into_iter()
-                .map(|ev| (conv::record_type(&ev.bytes), Raw(ev.bytes)))
-                .collect();
+            let events: Vec<_> = page.events.into_iter().map(|ev| Typed::from(ev.bytes)).collect();
             Ok::<_, EngineError>((events, page.next))
         })
     }
@@ -554,14 +553,9 @@ impl NativeEngine {
     fn attach<'py>(&self, py: Python<'py>, session_id: String) -> PyResult<Bound<'py, PyAny>> {
         // A long session's hydrate renders megabytes of JSON: not on the
         // loop's thread.
-        let (e, p) = self.get()?;
-        bridge::spawn_on_worker(py, async move {
+        awaitable!(on_worker self, py, |e, p| {
             let a = e.attach(&p, &session_id).await?;
-            let hydrate: Vec<(String, Raw)> = a
-                .hydrate
-                .into_iter()
-                .map(|r| (conv::record_type(&r), Raw(r)))
-                .collect();
+            let hydrate: Vec<_> = a.hydrate.into_iter().map(Typed::from).collect();
             Ok::<_, EngineError>((
                 protocol::caps(&a.capabilities),
                 hydrate,
