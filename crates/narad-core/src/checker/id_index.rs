@@ -149,12 +149,16 @@ mod tests {
         move |p| ids.get(p).map(String::as_str)
     }
 
-    fn build(ids: &[String]) -> Option<IdIndex> {
+    fn hashes_of(ids: &[String]) -> Hashes {
         let mut hashes = Hashes::default();
         for id in ids {
-            hashes.push(id)?;
+            hashes.push(id).unwrap();
         }
-        IdIndex::from_hashes(hashes, at(ids))
+        hashes
+    }
+
+    fn build(ids: &[String]) -> Option<IdIndex> {
+        IdIndex::from_hashes(hashes_of(ids), at(ids))
     }
 
     #[test]
@@ -193,10 +197,7 @@ mod tests {
     #[test]
     fn an_index_from_hashes_tells_shared_hashes_apart() {
         let ids: Vec<String> = (0..100).map(|i| format!("m{i}")).collect();
-        let mut hashes = Hashes::default();
-        for id in &ids {
-            hashes.push(id).unwrap();
-        }
+        let mut hashes = hashes_of(&ids);
         // A crafted clash: m3 taken under m7's hash, so m7 finds its
         // hash held by another id (m3 itself is then under no hash of its
         // own, which real hashes cannot do).
@@ -208,10 +209,6 @@ mod tests {
         }
         let mut twice = ids.clone();
         twice.push("m42".into());
-        let mut hashes = Hashes::default();
-        for id in &twice {
-            hashes.push(id).unwrap();
-        }
-        assert!(IdIndex::from_hashes(hashes, at(&twice)).is_none());
+        assert!(build(&twice).is_none());
     }
 }
