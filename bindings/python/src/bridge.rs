@@ -28,8 +28,8 @@
 //! every other session on that worker, and one that takes it while the
 //! interpreter finalizes aborts the process ("PyGILState_Release … must be
 //! current"). Here engine threads never take the GIL (outputs become Python
-//! objects on the loop's thread); a cancelled asyncio future of a wait
-//! that may never end (a follower, an outbox) drops or aborts its task.
+//! objects on the loop's thread). A cancelled asyncio future drops (or
+//! aborts) its call's task, as dropping the call's future does in Rust.
 
 use std::future::Future;
 use std::io::{Read, Write};
@@ -212,7 +212,7 @@ struct Task {
     loop_polls_left: AtomicUsize,
     mark: AtomicUsize,
     abort: Mutex<Option<tokio::task::AbortHandle>>,
-    /// Set when the asyncio future was cancelled (abortable waits only).
+    /// Set when the asyncio future was cancelled.
     cancelled: AtomicBool,
     _busy: Option<Busy>,
 }
@@ -450,7 +450,12 @@ impl DropOnCancel {
 
 /// Runs `fut` for the running asyncio loop and returns an asyncio future
 /// of its result, converted to Python on the loop's thread. Cancelling
-/// that future does not stop a command (it completes, unseen).
+/// that future drops `fut` where it stands, as dropping a command's
+/// future does in Rust: a command that had not reached the store appends
+/// nothing, one whose batch had is appended or refused unseen, and either
+/// way it is settled before the session's next command runs. (Letting a
+/// cancelled command run on let it land after a later one, since the
+/// later one did not wait for it.)
 pub fn spawn<'py, F, T, E>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = Result<T, E>> + Send + 'static,
@@ -473,9 +478,9 @@ where
     spawn_with(py, fut, Driver::Runtime, false, Start::Worker)
 }
 
-/// [`spawn`] for a wait that may never end (a follower, an outbox): a
-/// cancelled future drops its task.
-pub fn spawn_abortable<'py, F, T, E>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+/// [`spawn`] for a wait that may never end (a follower, an outbox): not
+/// counted among the calls in flight that decide where a call starts.
+pub fn spawn_endless<'py, F, T, E>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = Result<T, E>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
@@ -508,7 +513,7 @@ fn spawn_with<'py, F, T, E>(
     py: Python<'py>,
     fut: F,
     driver: Driver,
-    abortable: bool,
+    endless: bool,
     start: Start,
 ) -> PyResult<Bound<'py, PyAny>>
 where
@@ -550,7 +555,7 @@ where
         mark: AtomicUsize::new(0),
         abort: Mutex::new(None),
         cancelled: AtomicBool::new(false),
-        _busy: (!abortable).then(Busy::new),
+        _busy: (!endless).then(Busy::new),
     });
     let crowded = BUSY.load(Ordering::Acquire) > inline_limit();
     if driver == Driver::Runtime && (crowded || start == Start::Worker) {
@@ -569,9 +574,7 @@ where
         count(INLINE_PENDING);
         task.mark.store(now_ns(), Ordering::Relaxed);
     }
-    if abortable {
-        py_fut.call_method1(intern!(py, "add_done_callback"), (DropOnCancel(task),))?;
-    }
+    py_fut.call_method1(intern!(py, "add_done_callback"), (DropOnCancel(task),))?;
     Ok(py_fut)
 }
 

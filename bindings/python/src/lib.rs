@@ -43,7 +43,7 @@ use std::time::Duration;
 use narad_engine::{EngineError, NewSession, Principal, SequentialIds};
 use pyo3::prelude::*;
 
-use crate::bridge::{spawn, spawn_abortable};
+use crate::bridge::{spawn, spawn_endless};
 use crate::conv::{opt_value, value, Json, Raw, Typed};
 use crate::protocol::{Eng, Host, RunArgs};
 
@@ -630,7 +630,7 @@ impl NativeEngine {
     ) -> PyResult<Bound<'py, PyAny>> {
         let (e, _) = self.get()?;
         let outbox = e.client_outbox(&executor_id);
-        spawn_abortable(py, async move {
+        spawn_endless(py, async move {
             let got = match timeout {
                 None => Some(outbox.next().await),
                 Some(s) => {

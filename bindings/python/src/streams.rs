@@ -9,7 +9,7 @@ use narad_stores::AnyStore;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::bridge::{spawn, spawn_abortable};
+use crate::bridge::{spawn, spawn_endless};
 use crate::conv::Raw;
 use crate::protocol;
 use crate::NativeEngine;
@@ -50,7 +50,7 @@ impl NativeFollow {
     /// The next event as `(type, data, raw)`, or `None` once the store closed.
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let f = Arc::clone(&self.follow);
-        spawn_abortable(py, async move {
+        spawn_endless(py, async move {
             let mut f = f.lock().await;
             Ok::<_, EngineError>(f.next_item().await?.map(Item))
         })
@@ -73,7 +73,7 @@ impl NativeWatch {
     /// The next watch event's bytes, or `None` once the store closed.
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let f = Arc::clone(&self.follow);
-        spawn_abortable(py, async move {
+        spawn_endless(py, async move {
             let mut f = f.lock().await;
             Ok::<_, EngineError>(f.next().await?.map(Raw))
         })

@@ -3,11 +3,12 @@ engine's own tokio runtime, so the event loop is never blocked."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import json
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Awaitable, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 from . import _native
 from ._host import Authorizer, EngineConfig, ManualClock
@@ -98,6 +99,7 @@ class TextStream:
     ``message.text.completed``. On an exception the stream is closed the
     same way (the text streamed so far stays, complete, so no stream is left
     open) and the exception propagates; the caller decides the run's end.
+    A cancellation that lands while the stream starts closes it too.
     ``message_id`` is set once started (or given up front).
     """
 
@@ -127,9 +129,16 @@ class TextStream:
         """Appends ``message.text.started`` (done by ``async with``)."""
         if self._handle is None:
             scope, sid = _scope(self.run_id, self.workflow_id)
-            self._handle = await _native.start_text(self._engine._native, self.session_id, scope, sid,
-                                                    self.message_id, self.role)
-            self.message_id = self._handle.id
+            started = _native.start_text(self._engine._native, self.session_id, scope, sid,
+                                         self.message_id, self.role)
+            try:
+                await _settled(started)
+            finally:
+                # Kept even when the caller was cancelled meanwhile, so that
+                # a started stream can still be closed.
+                self._handle = _result(started)
+                if self._handle is not None:
+                    self.message_id = self._handle.id
         return self
 
     async def delta(self, text: str) -> None:
@@ -149,10 +158,17 @@ class TextStream:
         """Starts this message's reasoning (``reasoningId`` ``reasoning:{messageId}``)."""
         if self._handle is None:
             await self.start()
-        return ReasoningStream(await self._handle.reasoning())
+        return await ReasoningStream._open(self._handle.reasoning())
 
     async def __aenter__(self) -> "TextStream":
-        return await self.start()
+        try:
+            return await self.start()
+        except asyncio.CancelledError:
+            # Started, though the caller gives up before the body: close
+            # it, so no stream is left open, then give up.
+            if self._handle is not None:
+                await _quietly(self.complete())
+            raise
 
     async def __aexit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:
@@ -166,6 +182,35 @@ class TextStream:
             pass
 
 
+async def _settled(fut: "asyncio.Future[Any]") -> None:
+    """Awaits a stream's start so that a cancellation cannot lose a stream
+    that was started: the start is shielded, and a cancelled caller still
+    waits for its outcome (kept in ``fut``, see :func:`_result`) before the
+    cancellation propagates. A refused start raises its error."""
+    try:
+        await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        if not fut.done():
+            await _quietly(fut)
+        raise
+
+
+def _result(fut: "asyncio.Future[Any]") -> Any:
+    """``fut``'s result, or ``None`` if it is pending, cancelled or failed."""
+    if fut.done() and not fut.cancelled() and fut.exception() is None:
+        return fut.result()
+    return None
+
+
+async def _quietly(aw: Awaitable[Any]) -> None:
+    """Awaits ``aw``, dropping any error: a caller's own exception (or
+    cancellation) is the one that propagates."""
+    try:
+        await aw
+    except Exception:
+        pass
+
+
 class ReasoningStream:
     """A reasoning stream (``reasoning.*``): ``delta`` then ``complete``;
     also an async context manager that completes on exit."""
@@ -174,6 +219,19 @@ class ReasoningStream:
         self._handle = handle
         self.reasoning_id: str = handle.id
         self.completed = False
+
+    @classmethod
+    async def _open(cls, started: "asyncio.Future[Any]") -> "ReasoningStream":
+        """The stream of a native start; one started while its caller was
+        cancelled is completed before the cancellation propagates."""
+        try:
+            await _settled(started)
+        except asyncio.CancelledError:
+            handle = _result(started)
+            if handle is not None:
+                await _quietly(handle.complete())
+            raise
+        return cls(started.result())
 
     async def delta(self, text: str) -> None:
         """Appends one ``reasoning.delta``."""
@@ -259,7 +317,10 @@ class Engine(_LifecycleMixin, _RecordsMixin):
     Open it with ``await Engine.open(url)``: ``redb:PATH``, ``sqlite:PATH``
     or ``postgres://…`` (``?schema=NAME``). Every method is a coroutine;
     refusals raise a :class:`narad.NaradError` subclass with ``.code`` and
-    ``.section``, and append nothing.
+    ``.section``, and append nothing. Cancelling a call drops it where it
+    stands: it is appended whole or not at all, and settled before the
+    session's next command (retry under ``idempotency_key=`` to learn
+    which).
     """
 
     def __init__(self, native: Any) -> None:

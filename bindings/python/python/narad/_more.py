@@ -254,5 +254,5 @@ class _RecordsMixin:
         from ._engine import ReasoningStream
 
         scope, sid = _scope(run_id, workflow_id)
-        h = await _native.start_reasoning(self._native, session_id, scope, sid, reasoning_id, message_id)
-        return ReasoningStream(h)
+        return await ReasoningStream._open(
+            _native.start_reasoning(self._native, session_id, scope, sid, reasoning_id, message_id))
