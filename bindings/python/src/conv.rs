@@ -8,12 +8,21 @@ use narad_engine::EngineError;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use narad_core::json::MAX_PARSE_DEPTH;
 use serde_json::{Map, Number, Value};
 
 /// A Python value as JSON: `None`, `bool`, `int`, `float`, `str`, lists,
 /// tuples and dicts with `str` keys. Anything else is a `TypeError` that
-/// names the type, never the value (it may be protected data).
+/// names the type, never the value (it may be protected data). Nesting
+/// deeper than any record parses ([`MAX_PARSE_DEPTH`], a list that holds
+/// itself included) is refused as the engine refuses it
+/// (`nesting_too_deep`), before it could exhaust the stack here or in
+/// the engine.
 pub fn value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    value_at(obj, 0)
+}
+
+fn value_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
     if obj.is_none() {
         return Ok(Value::Null);
     }
@@ -35,27 +44,36 @@ pub fn value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
             .map(Value::Number)
             .ok_or_else(|| PyTypeError::new_err("a float that is not finite is not JSON"));
     }
+    // Only containers remain: each is one level deeper.
+    let depth = depth + 1;
+    if depth > MAX_PARSE_DEPTH {
+        return Err(crate::errors::to_py(EngineError::Rejected {
+            code: "nesting_too_deep",
+            section: "5",
+            message: format!("nesting deeper than {MAX_PARSE_DEPTH}"),
+        }));
+    }
     if let Ok(d) = obj.cast::<PyDict>() {
         let mut m = Map::new();
         for (k, v) in d.iter() {
             let k = k
                 .cast::<PyString>()
                 .map_err(|_| PyTypeError::new_err("JSON object keys must be str"))?;
-            m.insert(k.to_cow()?.into_owned(), value(&v)?);
+            m.insert(k.to_cow()?.into_owned(), value_at(&v, depth)?);
         }
         return Ok(Value::Object(m));
     }
     if let Ok(l) = obj.cast::<PyList>() {
         return l
             .iter()
-            .map(|v| value(&v))
+            .map(|v| value_at(&v, depth))
             .collect::<PyResult<_>>()
             .map(Value::Array);
     }
     if let Ok(t) = obj.cast::<PyTuple>() {
         return t
             .iter()
-            .map(|v| value(&v))
+            .map(|v| value_at(&v, depth))
             .collect::<PyResult<_>>()
             .map(Value::Array);
     }

@@ -61,6 +61,43 @@ async def test_refusals_carry_code_section_and_append_nothing(url):
     await e.close()
 
 
+async def test_hostile_values_are_refused_without_crashing(url):
+    """Values a JSON record cannot hold are refused on the caller's side of
+    the bridge, naming the type, never the value; nesting past what a
+    record parses (a list that holds itself included) is
+    ``nesting_too_deep``, as the engine says for nesting past 64, where
+    converting it once overflowed the stack and killed the process."""
+    e = await narad.Engine.open(url)
+    sid = await e.create_session()
+    run = await e.start_run(sid)
+    before = await head(e, sid)
+
+    def nested(n, make):
+        top = cur = make()
+        for _ in range(n):
+            inner = make()
+            if isinstance(cur, list):
+                cur.append(inner)
+            else:
+                cur["k"] = inner
+            cur = inner
+        return top
+
+    cycle = []
+    cycle.append(cycle)
+    for deep in (nested(100, list), nested(200_000, list), nested(200_000, dict), cycle):
+        with pytest.raises(narad.ProtocolError) as too_deep:
+            await e.start_tool_call(sid, run, "t", {"a": deep})
+        assert too_deep.value.code == "nesting_too_deep" and too_deep.value.section == "5"
+    for bad, kind in ((float("nan"), TypeError), (b"secret-bytes", TypeError), ({1: 2}, TypeError),
+                      (object(), TypeError), (10**40, OverflowError)):
+        with pytest.raises(kind) as refused:
+            await e.start_tool_call(sid, run, "t", {"a": bad})
+        assert "secret-bytes" not in str(refused.value)
+    assert await head(e, sid) == before
+    await e.close()
+
+
 async def test_a_closed_engine_refuses(url):
     e = await narad.Engine.open(url)
     await e.close()
