@@ -188,6 +188,9 @@ impl<'py> IntoPyObject<'py> for Typed {
 pub enum Fail {
     /// Refused or failed in the engine.
     Engine(EngineError),
+    /// The store could not be opened (its own code: `locked`,
+    /// `not_a_store`, `invalid_url`, ...).
+    Open(narad_stores::OpenError),
     /// Failed in the bridge.
     Py(PyErr),
 }
@@ -195,6 +198,12 @@ pub enum Fail {
 impl From<EngineError> for Fail {
     fn from(e: EngineError) -> Self {
         Self::Engine(e)
+    }
+}
+
+impl From<narad_stores::OpenError> for Fail {
+    fn from(e: narad_stores::OpenError) -> Self {
+        Self::Open(e)
     }
 }
 
@@ -209,6 +218,7 @@ impl Fail {
     pub fn into_py(self) -> PyErr {
         match self {
             Self::Engine(e) => crate::errors::to_py(e),
+            Self::Open(e) => crate::errors::open_to_py(&e),
             Self::Py(e) => e,
         }
     }

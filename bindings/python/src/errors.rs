@@ -56,11 +56,22 @@ fn message(e: &EngineError) -> String {
 
 /// The Python exception of an engine error.
 pub fn to_py(e: EngineError) -> PyErr {
+    exception(family(&e), e.code(), section(&e), message(&e))
+}
+
+/// The Python exception of a store that could not be opened: a
+/// `StoreError` with the open's own code (`locked`, `not_a_store`,
+/// `invalid_url`, `not_found`, or the store's).
+pub fn open_to_py(e: &narad_stores::OpenError) -> PyErr {
+    exception("StoreError", e.code(), None, e.to_string())
+}
+
+fn exception(family: &str, code: &str, section: Option<&str>, message: String) -> PyErr {
     Python::attach(|py| {
         let made = py
             .import("narad._errors")
             .and_then(|m| m.getattr("_from_native"))
-            .and_then(|f| f.call1((family(&e), e.code(), section(&e), message(&e))));
+            .and_then(|f| f.call1((family, code, section, message)));
         match made {
             Ok(exc) => PyErr::from_value(exc),
             Err(err) => err,

@@ -115,7 +115,7 @@ impl NativeEngine {
                 options = options.redb_cache_bytes(b);
             }
             let engine = protocol::open(&url, &options, h).await?;
-            Ok::<_, EngineError>(NativeEngine {
+            Ok::<_, narad_stores::OpenError>(NativeEngine {
                 engine: Arc::new(Mutex::new(Some(engine))),
                 principal: Principal::new(principal),
             })

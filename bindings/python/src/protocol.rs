@@ -72,10 +72,8 @@ pub async fn open(
     url: &str,
     options: &narad_stores::OpenOptions,
     host: Host,
-) -> Result<Eng, EngineError> {
-    let store = narad_stores::open_with(url, options)
-        .await
-        .map_err(narad_store::StoreError::from)?;
+) -> Result<Eng, narad_stores::OpenError> {
+    let store = narad_stores::open_with(url, options).await?;
     Ok(Engine::with_host(
         store,
         host.clock.unwrap_or_else(|| Arc::new(SystemClock)),

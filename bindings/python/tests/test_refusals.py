@@ -108,4 +108,15 @@ async def test_a_closed_engine_refuses(url):
 async def test_bad_store_url_is_a_store_error(tmp_path):
     with pytest.raises(narad.StoreError) as err:
         await narad.Engine.open("mysql://h/db")
-    assert err.value.code
+    assert err.value.code == "invalid_url"
+    # A store that cannot be opened says why, by code: a redb file has one
+    # owner; a file that is not a store is not a damaged store.
+    e = await narad.Engine.open(f"redb:{tmp_path / 'one.redb'}")
+    with pytest.raises(narad.StoreError) as locked:
+        await narad.Engine.open(f"redb:{tmp_path / 'one.redb'}")
+    assert locked.value.code == "locked" and "already open" in locked.value.message
+    await e.close()
+    (tmp_path / "text.sqlite").write_text("not a database, only text\n" * 100)
+    with pytest.raises(narad.StoreError) as not_a_store:
+        await narad.Engine.open(f"sqlite:{tmp_path / 'text.sqlite'}")
+    assert not_a_store.value.code == "not_a_store"

@@ -63,8 +63,8 @@ impl fmt::Display for OpenError {
             Self::NotFound { path } => write!(f, "no store at {}", path.display()),
             Self::Locked { path } => write!(
                 f,
-                "{} is open in another process (a redb file has one owner); \
-                 sqlite: or postgres:// let several processes share a store",
+                "{} is already open, in this process or another (a redb file \
+                 has one owner); sqlite: or postgres:// let several share a store",
                 path.display()
             ),
             Self::NotAStore { path, backend } => {

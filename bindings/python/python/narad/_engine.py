@@ -346,6 +346,11 @@ class Engine(_LifecycleMixin, _RecordsMixin):
         ``redb_cache_bytes`` caps a ``redb:`` store's page cache (redb's
         default is a ceiling of 1 GiB, filled by every page read); other
         stores ignore it.
+
+        A store that cannot be opened raises :class:`StoreError` with its
+        reason as ``.code``: ``invalid_url``, ``locked`` (a ``redb:`` file
+        already open, in this process or another), ``not_a_store``, or the
+        store's own (``corrupt``, ``newer_schema``, ...).
         """
         native = await _native.NativeEngine.open(
             url, principal, None if clock is None else clock._native, sequential_ids,
