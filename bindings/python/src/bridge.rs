@@ -450,7 +450,7 @@ impl DropOnCancel {
 
 /// Runs `fut` for the running asyncio loop and returns an asyncio future
 /// of its result, converted to Python on the loop's thread. Cancelling
-/// that future drops `fut` where it stands, as dropping a command's
+/// that future (of any call but [`spawn_on_loop`]'s) drops `fut` where it stands, as dropping a command's
 /// future does in Rust: a command that had not reached the store appends
 /// nothing, one whose batch had is appended or refused unseen, and either
 /// way it is settled before the session's next command runs. (Letting a
@@ -491,6 +491,9 @@ where
 
 /// [`spawn`] for a call that enters Python itself: the loop's thread
 /// polls it to its end, so the GIL is never taken on an engine thread.
+/// Cancelling its future does not stop it: the client executor's call
+/// runs its tool to the end and records the real finish in its ledger,
+/// which a redelivery then answers (the tool still runs at most once).
 pub fn spawn_on_loop<'py, F, T, E>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = Result<T, E>> + Send + 'static,
@@ -574,7 +577,9 @@ where
         count(INLINE_PENDING);
         task.mark.store(now_ns(), Ordering::Relaxed);
     }
-    py_fut.call_method1(intern!(py, "add_done_callback"), (DropOnCancel(task),))?;
+    if driver == Driver::Runtime {
+        py_fut.call_method1(intern!(py, "add_done_callback"), (DropOnCancel(task),))?;
+    }
     Ok(py_fut)
 }
 

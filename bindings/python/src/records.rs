@@ -259,10 +259,8 @@ impl NativeExecutor {
     #[staticmethod]
     fn open(py: Python<'_>, ledger_url: String, executor_id: String) -> PyResult<Bound<'_, PyAny>> {
         spawn(py, async move {
-            let ledger = narad_stores::open(&ledger_url)
-                .await
-                .map_err(|e| EngineError::from(narad_store::StoreError::from(e)))?;
-            Ok::<_, EngineError>(NativeExecutor {
+            let ledger = narad_stores::open(&ledger_url).await?;
+            Ok::<_, narad_stores::OpenError>(NativeExecutor {
                 exec: Arc::new(ClientExecutor::new(ledger, executor_id)),
             })
         })

@@ -1,5 +1,7 @@
 """A client tool runs exactly once: the executor accepts durably first."""
 
+import asyncio
+
 import narad
 
 
@@ -76,4 +78,44 @@ async def test_authority_events_never_execute(url, tmp_path):
 
     h = await ex.handle(ev.raw, never)
     assert h.kind == "ignored" and h.reason
+    await e.close()
+
+
+async def test_a_cancelled_handle_runs_its_tool_once_and_records_it(url, tmp_path):
+    """Cancelling the call that handles a ``client.tool.execute`` while
+    its tool runs does not stop the tool: it finishes, its finish is
+    recorded, and a redelivery answers that finish without running the
+    tool again."""
+    e = await narad.Engine.open(url)
+    ex = await narad.ClientToolExecutor.open(f"redb:{tmp_path / 'ledger.redb'}", "c")
+    started, release, calls = asyncio.Event(), asyncio.Event(), []
+
+    async def slow(name, args):
+        calls.append(name)
+        started.set()
+        await release.wait()
+        return {"done": True}
+
+    await e.attach_client("c")
+    await ex.serve_once(e, slow, timeout=2)
+    sid = await e.create_session()
+    run = await e.start_run(sid, client_executor_id="c")
+    await e.start_tool_call(sid, run, "slow", {}, client=True)
+    msg = await e.outbox_next("c", timeout=2)
+    first = asyncio.ensure_future(ex.handle(msg, slow))
+    await asyncio.wait_for(started.wait(), 5)
+    first.cancel()
+    release.set()
+    for _ in range(500):
+        again = await ex.handle(msg, slow)
+        if again.kind == "finish":
+            break
+        assert again.kind == "accepted_before"
+        await asyncio.sleep(0.01)
+    assert again.kind == "finish" and calls == ["slow"]
+    assert await e.client_finish(again.finish) == "appended"
+    fin = [p for p in (await e.history(sid)).events if p.type == "tool.call.finished"]
+    assert len(fin) == 1 and fin[0].data["outcome"] == "success"
+    assert fin[0].data["response"] == {"done": True}
+    await e.end_run(sid, run)
     await e.close()
