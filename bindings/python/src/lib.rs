@@ -25,6 +25,7 @@ macro_rules! keyed {
     };
 }
 
+mod assets;
 mod bench;
 mod bridge;
 mod conv;
@@ -282,7 +283,7 @@ impl NativeEngine {
         )))
     }
 
-    #[pyo3(signature = (session_id, run_id, tool_name, args, client = false, key = None))]
+    #[pyo3(signature = (session_id, run_id, tool_name, args, client = false, key = None, tool_call_id = None))]
     #[allow(clippy::too_many_arguments)]
     fn start_tool_call<'py>(
         &self,
@@ -293,17 +294,25 @@ impl NativeEngine {
         args: Bound<'py, PyAny>,
         client: bool,
         key: Option<String>,
+        tool_call_id: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let args = value(&args)?;
-        awaitable!(self, py, |e, p| match (client, key) {
-            (true, Some(_)) => Err(protocol::invalid(
-                "a client tool call takes no idempotency key",
-            )),
-            (true, None) => {
+        awaitable!(self, py, |e, p| match (client, key, tool_call_id) {
+            (true, None, None) => {
                 e.start_client_tool_call(&p, &session_id, &run_id, &tool_name, args)
                     .await
             }
-            (false, key) => keyed!(e, key, |h| h.start_tool_call(
+            (true, _, _) => Err(protocol::invalid(
+                "a client tool call takes no idempotency key or tool_call_id",
+            )),
+            (false, Some(_), Some(_)) => Err(protocol::invalid(
+                "give tool_call_id or idempotency_key, not both",
+            )),
+            (false, None, Some(id)) => {
+                e.start_tool_call_with_id(&p, &session_id, &run_id, &id, &tool_name, args)
+                    .await
+            }
+            (false, key, None) => keyed!(e, key, |h| h.start_tool_call(
                 &p,
                 &session_id,
                 &run_id,
@@ -311,6 +320,11 @@ impl NativeEngine {
                 args
             )),
         })
+    }
+
+    /// Writes a reducer snapshot of the session at its head; returns the head.
+    fn write_snapshot<'py>(&self, py: Python<'py>, session_id: String) -> PyResult<Bound<'py, PyAny>> {
+        awaitable!(on_worker self, py, |e, p| e.write_snapshot(&p, &session_id).await)
     }
 
     #[pyo3(signature = (session_id, tool_call_id, outcome, response, code = None, message = None, key = None))]
@@ -507,6 +521,20 @@ impl NativeEngine {
             .map(state::NativeState::from))
     }
 
+    /// The primary transcript view (§9.2), reasoning joined when
+    /// `with_reasoning`.
+    fn transcript_view<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: String,
+        with_reasoning: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        awaitable!(on_worker self, py, |e, p| e
+            .state(&p, &session_id)
+            .await
+            .map(|s| state::NativeTranscript::from(s.transcript_view(with_reasoning))))
+    }
+
     fn state_json<'py>(&self, py: Python<'py>, session_id: String) -> PyResult<Bound<'py, PyAny>> {
         awaitable!(on_worker self, py, |e, p| e.state_json(&p, &session_id).await)
     }
@@ -665,6 +693,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bridge::_set_loop_polls, m)?)?;
     lifecycle::register(m)?;
     records::register(m)?;
+    assets::register(m)?;
     streams::register(m)?;
     Ok(())
 }

@@ -130,7 +130,7 @@ fn patch_document<'py>(
 }
 
 /// The engine's typed [`narad_engine::Patch`] from RFC 6902 operations.
-fn patch_of(ops: Value) -> Result<narad_engine::Patch, EngineError> {
+pub(crate) fn patch_of(ops: Value) -> Result<narad_engine::Patch, EngineError> {
     let Value::Array(ops) = ops else {
         return Err(invalid("a patch is a list of operations"));
     };

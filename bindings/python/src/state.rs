@@ -5,7 +5,7 @@
 use narad_core::checker::{
     Documents, Message, OpenInterrupt, Reasoning, Run, RunState, Slot, Workflow,
 };
-use narad_engine::{SessionState, ToolCall, ToolCallState};
+use narad_engine::{SessionState, ToolCall, ToolCallState, TranscriptMessage};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
@@ -251,5 +251,48 @@ impl NativeState {
                     .map(Bound::into_any)
             },
         )
+    }
+}
+
+/// The primary transcript view of a session (the engine's
+/// `SessionState::transcript_view`), read in slices as [`NativeState`].
+#[pyclass(frozen)]
+pub struct NativeTranscript(Vec<TranscriptMessage>);
+
+impl From<Vec<TranscriptMessage>> for NativeTranscript {
+    fn from(v: Vec<TranscriptMessage>) -> Self {
+        Self(v)
+    }
+}
+
+impl Drop for NativeTranscript {
+    fn drop(&mut self) {
+        if self.0.len() > SLICE_ITEMS {
+            let list = std::mem::take(&mut self.0);
+            if let Ok(rt) = crate::bridge::runtime() {
+                rt.spawn_blocking(move || drop(list));
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl NativeTranscript {
+    /// Entries from `at`, as `(message id, role, text, completed, run,
+    /// reasoning)`.
+    fn messages<'py>(&self, py: Python<'py>, at: usize) -> Slice<'py> {
+        let text = |m: &TranscriptMessage| m.text.len() + m.reasoning.iter().map(String::len).sum::<usize>();
+        slice(py, &self.0, at, text, |m| {
+            (
+                m.message_id.as_str(),
+                m.role.as_str(),
+                m.text.as_str(),
+                m.completed,
+                m.run_id.as_deref(),
+                m.reasoning.clone(),
+            )
+                .into_pyobject(py)
+                .map(Bound::into_any)
+        })
     }
 }

@@ -16,7 +16,13 @@ def _undocumented() -> list:
             missing.append(name)
         if not inspect.isclass(obj):
             continue
-        for member, value in vars(obj).items():
+        # Its own members and those of the package's classes it inherits
+        # (the engine's mixins), not those of builtins such as str.
+        own = {}
+        for base in reversed(obj.__mro__):
+            if base.__module__.startswith("narad"):
+                own.update(vars(base))
+        for member, value in own.items():
             if member.startswith("_"):
                 continue
             if isinstance(value, (staticmethod, classmethod)):

@@ -37,6 +37,7 @@ from ._state import (
     SessionPage,
     SessionState,
     ToolCall,
+    TranscriptMessage,
     Workflow,
 )
 
@@ -75,4 +76,5 @@ __all__ = [
     "StoreError",
     "TextStream",
     "ToolCall",
+    "TranscriptMessage",
 ]

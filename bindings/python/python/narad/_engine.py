@@ -12,8 +12,9 @@ from typing import Any, Awaitable, Dict, Iterable, List, Optional, Sequence, Tup
 
 from . import _native
 from ._host import Authorizer, EngineConfig, ManualClock
+from ._assets import _AssetsMixin
 from ._more import _LifecycleMixin, _RecordsMixin, _posix, _scope
-from ._state import SessionState
+from ._state import SessionState, TranscriptMessage
 
 __all__ = ["AttachItem", "Attachment", "Engine", "HistoryPage", "ReasoningStream", "StartedRun", "TextStream"]
 
@@ -311,7 +312,7 @@ def _caps(c: Tuple[Any, ...]) -> Dict[str, Any]:
             "activeExecution": None if active is None else {"kind": active[0], "id": active[1]}}
 
 
-class Engine(_LifecycleMixin, _RecordsMixin):
+class Engine(_LifecycleMixin, _RecordsMixin, _AssetsMixin):
     """The Narad engine over one store.
 
     Open it with ``await Engine.open(url)``: ``redb:PATH``, ``sqlite:PATH``
@@ -471,11 +472,17 @@ class Engine(_LifecycleMixin, _RecordsMixin):
 
     async def start_tool_call(self, session_id: str, run_id: str, tool_name: str,
                               args: Optional[Dict[str, Any]] = None, *, client: bool = False,
+                              tool_call_id: Optional[str] = None,
                               idempotency_key: Optional[str] = None) -> str:
         """Starts a backend tool call (or, with ``client=True``, a client
-        tool call on a run bound to an executor). Returns its ``toolCallId``."""
+        tool call on a run bound to an executor). Returns its ``toolCallId``.
+
+        ``tool_call_id`` keeps the runtime's own id (a model's tool call
+        id) and is an idempotency key: a retry with the same id, run, name
+        and args appends nothing and returns it; other arguments under that
+        id are refused (``idempotency_conflict``)."""
         return await self._native.start_tool_call(session_id, run_id, tool_name, args or {}, client,
-                                                  idempotency_key)
+                                                  idempotency_key, tool_call_id)
 
     async def finish_tool_call(self, session_id: str, tool_call_id: str, response: Any = None, *,
                                outcome: str = "success", code: Optional[str] = None,
@@ -533,6 +540,20 @@ class Engine(_LifecycleMixin, _RecordsMixin):
     async def state(self, session_id: str) -> SessionState:
         """The session's reduced state as dataclasses (the engine's typed state)."""
         return await SessionState._from_native(session_id, await self._native.state(session_id))
+
+    async def write_snapshot(self, session_id: str) -> int:
+        """Writes a reducer snapshot of the session at its head now (the
+        engine also writes one every ``snapshot_every`` events); returns
+        that head. A later hydrate restores from it instead of replaying."""
+        return await self._native.write_snapshot(session_id)
+
+    async def transcript_view(self, session_id: str, *, with_reasoning: bool = False) -> List[TranscriptMessage]:
+        """The primary transcript (§9.2), as a chat UI shows it: session and
+        workflow messages and those of the last top-level run, in order; a
+        redaction's replacement text, a hidden message left out. With
+        ``with_reasoning`` (display-sensitive) each entry carries the
+        reasoning joined to it."""
+        return await TranscriptMessage._list(await self._native.transcript_view(session_id, with_reasoning))
 
     async def state_json(self, session_id: str) -> str:
         """The reduced state as the checker holds it (deterministic JSON)."""

@@ -67,6 +67,30 @@ class Message:
 
 
 @dataclass(frozen=True)
+class TranscriptMessage:
+    """One entry of the primary transcript view (§9.2,
+    :meth:`narad.Engine.transcript_view`): ``text`` is what to show (a
+    redaction's replacement; a hidden message is left out), ``reasoning``
+    the reasoning texts joined to it (empty unless asked for)."""
+
+    message_id: str
+    role: str
+    text: str
+    completed: bool
+    run_id: Optional[str] = None
+    reasoning: List[str] = field(default_factory=list)
+
+    @classmethod
+    async def _list(cls, t: Any) -> "List[TranscriptMessage]":
+        """The view from the extension's ``NativeTranscript``, slice by
+        slice, the event loop running between slices."""
+        out: List[TranscriptMessage] = []
+        async for part in _slices(t.messages):
+            out.extend(cls(mid, role, text, done, run, list(r)) for mid, role, text, done, run, r in part)
+        return out
+
+
+@dataclass(frozen=True)
 class Reasoning:
     """One reasoning stream, joined to ``message_id`` when it names one."""
 
