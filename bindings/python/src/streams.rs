@@ -2,6 +2,7 @@
 //! workspace watch page, and the engine's streamed-text and reasoning
 //! handles.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use narad_engine::{EngineError, ReasoningStream, Role, TextOptions, TextStream};
@@ -31,17 +32,42 @@ impl<'py> IntoPyObject<'py> for Item {
     }
 }
 
+/// A follower behind the lock its pending `next` holds, with its cursor
+/// (and lag count) mirrored after every `next`, so reading them never
+/// waits for, nor misses behind, a `next` that waits for a live event.
+struct Followed<F> {
+    follow: Arc<tokio::sync::Mutex<F>>,
+    cursor: Arc<AtomicU64>,
+    lag_signals: Arc<AtomicU64>,
+}
+
+impl<F> Followed<F> {
+    fn new(f: F, cursor: u64) -> Self {
+        Self {
+            follow: Arc::new(tokio::sync::Mutex::new(f)),
+            cursor: Arc::new(AtomicU64::new(cursor)),
+            lag_signals: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// The lock and both mirrors, for a `next` task.
+    fn parts(&self) -> (Arc<tokio::sync::Mutex<F>>, Arc<AtomicU64>, Arc<AtomicU64>) {
+        (
+            Arc::clone(&self.follow),
+            Arc::clone(&self.cursor),
+            Arc::clone(&self.lag_signals),
+        )
+    }
+}
+
 /// A live follower of one session: replay, then live, without gap.
 #[pyclass(frozen, module = "narad._native")]
-pub struct NativeFollow {
-    follow: Arc<tokio::sync::Mutex<protocol::Follow>>,
-}
+pub struct NativeFollow(Followed<protocol::Follow>);
 
 impl NativeFollow {
     pub fn new(f: protocol::Follow) -> Self {
-        Self {
-            follow: Arc::new(tokio::sync::Mutex::new(f)),
-        }
+        let cursor = f.cursor();
+        Self(Followed::new(f, cursor))
     }
 }
 
@@ -49,39 +75,48 @@ impl NativeFollow {
 impl NativeFollow {
     /// The next event as `(type, data, raw)`, or `None` once the store closed.
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let f = Arc::clone(&self.follow);
+        let (f, cursor, lag) = self.0.parts();
         spawn_endless(py, async move {
             let mut f = f.lock().await;
-            Ok::<_, EngineError>(f.next_item().await?.map(Item))
+            let item = f.next_item().await;
+            cursor.store(f.cursor(), Ordering::Release);
+            lag.store(f.lag_signals(), Ordering::Release);
+            Ok::<_, EngineError>(item?.map(Item))
         })
     }
 
     /// The `sessionSequence` of the last event returned.
     fn cursor(&self) -> u64 {
-        self.follow.try_lock().map_or(0, |f| f.cursor())
+        self.0.cursor.load(Ordering::Acquire)
+    }
+
+    /// How often the follower fell behind the live notices and re-read
+    /// from its cursor (nothing is lost; a count for monitoring).
+    fn lag_signals(&self) -> u64 {
+        self.0.lag_signals.load(Ordering::Acquire)
     }
 }
 
 /// A follower of a session's watch events (§8).
 #[pyclass(frozen, module = "narad._native")]
-pub struct NativeWatch {
-    follow: Arc<tokio::sync::Mutex<narad_engine::WatchFollow<AnyStore>>>,
-}
+pub struct NativeWatch(Followed<narad_engine::WatchFollow<AnyStore>>);
 
 #[pymethods]
 impl NativeWatch {
     /// The next watch event's bytes, or `None` once the store closed.
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let f = Arc::clone(&self.follow);
+        let (f, cursor, _) = self.0.parts();
         spawn_endless(py, async move {
             let mut f = f.lock().await;
-            Ok::<_, EngineError>(f.next().await?.map(Raw))
+            let item = f.next().await;
+            cursor.store(f.cursor(), Ordering::Release);
+            Ok::<_, EngineError>(item?.map(Raw))
         })
     }
 
     /// The session position covered so far.
     fn cursor(&self) -> u64 {
-        self.follow.try_lock().map_or(0, |f| f.cursor())
+        self.0.cursor.load(Ordering::Acquire)
     }
 }
 
@@ -232,9 +267,8 @@ fn watch<'py>(
     let (e, p) = engine.get()?;
     spawn(py, async move {
         let f = e.watch(&p, &session_id, after).await?;
-        Ok::<_, EngineError>(NativeWatch {
-            follow: Arc::new(tokio::sync::Mutex::new(f)),
-        })
+        let cursor = f.cursor();
+        Ok::<_, EngineError>(NativeWatch(Followed::new(f, cursor)))
     })
 }
 

@@ -85,6 +85,14 @@ async def test_a_waiting_follower_never_blocks_the_event_loop(url):
     await e.message(sid, "wake")
     item = await asyncio.wait_for(waiting, 5)
     assert item.type == "message.user.recorded" and item.session_sequence == 1
+    # The cursor reads while a next() waits for a live event.
+    before = sub.cursor
+    waiting_again = asyncio.create_task(sub.__anext__())
+    await asyncio.sleep(0.01)
+    assert sub.cursor == before == 1 and sub.lag_signals == 0
+    await e.message(sid, "again")
+    assert (await asyncio.wait_for(waiting_again, 5)).session_sequence == 2
+    assert sub.cursor == 2
     # A cancelled wait aborts its engine task cleanly.
     pending = asyncio.create_task(sub.__anext__())
     await asyncio.sleep(0.01)

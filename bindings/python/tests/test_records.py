@@ -75,6 +75,27 @@ async def test_pause_until_resumes_on_the_timer_pass(url):
     await e.close()
 
 
+async def test_run_timers_fires_a_due_resume_until_cancelled(url):
+    clock = narad.ManualClock(T0)
+    e = await narad.Engine.open(url, clock=clock)
+    sid = await e.create_session()
+    run = await e.start_run(sid)
+    await e.pause_run(sid, run, "rate_limited", retry_at=T0 + 30)
+    driver = asyncio.create_task(e.run_timers(0.01))
+    await asyncio.sleep(0.05)
+    assert (await e.state(sid)).runs[run].state == "paused"
+    clock.advance(31)
+    for _ in range(500):
+        if (await e.state(sid)).runs[run].state == "running":
+            break
+        await asyncio.sleep(0.01)
+    assert (await e.state(sid)).runs[run].state == "running"
+    driver.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await driver
+    await e.close()
+
+
 async def test_watch_follows_revisions(url):
     e = await narad.Engine.open(url)
     sid = await e.create_session()

@@ -297,8 +297,15 @@ class Attachment:
 
     @property
     def cursor(self) -> int:
-        """The ``sessionSequence`` of the last event returned."""
+        """The ``sessionSequence`` of the last event returned (readable from
+        another task while this one waits for a live event)."""
         return self._follow.cursor() if self._follow is not None else (self._after or 0)
+
+    @property
+    def lag_signals(self) -> int:
+        """How often the follower fell behind the live notices and re-read
+        from its cursor: nothing is lost, a count for monitoring."""
+        return self._follow.lag_signals() if self._follow is not None else 0
 
     async def aclose(self) -> None:
         """Stops following."""

@@ -5,11 +5,14 @@ into :class:`narad.Engine`."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import json
+import logging
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _native
+from ._errors import NaradError
 from ._state import Deleted, PruneReport, SessionEntry, SessionPage, SessionState
 
 Time = Union[None, float, int, _dt.datetime]
@@ -158,6 +161,19 @@ class _LifecycleMixin:
                           for k, s, i, d, t in fired],
                 "dropped": dropped,
                 "failed": [{"kind": k, "id": i, "code": c} for k, i, c in failed]}
+
+    async def run_timers(self, interval: float = 1.0) -> None:
+        """Runs :meth:`fire_due_timers` every ``interval`` seconds until the
+        task is cancelled, as Rust's ``Engine::run_timers``: start it with
+        ``asyncio.create_task(engine.run_timers())``. A failed pass is
+        logged (logger ``narad``) and the next one runs."""
+        while True:
+            started = asyncio.get_running_loop().time()
+            try:
+                await self.fire_due_timers()
+            except NaradError as e:
+                logging.getLogger("narad").warning("timer pass failed: %s", e.code)
+            await asyncio.sleep(max(0.0, interval - (asyncio.get_running_loop().time() - started)))
 
     async def reindex(self, session_id: str) -> bool:
         """Rebuilds the session's index entry from its journal if the stored
