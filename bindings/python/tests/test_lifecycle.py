@@ -2,6 +2,8 @@
 index, labels, archive, delete, retention, point-in-time state, fork,
 import and hydrate records."""
 
+import asyncio
+
 import pytest
 
 import narad
@@ -102,6 +104,10 @@ async def test_state_at_fork_and_import(url, tmp_path):
     assert at2.runs[run].state == "running"
     with pytest.raises(narad.InvalidCommandError):
         await e.state_at(sid, 9)
+    with pytest.raises(narad.InvalidCommandError):
+        await e.state_at(sid, 0)  # before the first event: no state
+    with pytest.raises(narad.NotFoundError):
+        await e.state_at("no-such-session", 1)
     forked = await e.fork(sid, 2)
     assert forked != sid
     st = await e.state(forked)
@@ -117,6 +123,10 @@ async def test_state_at_fork_and_import(url, tmp_path):
     assert await other.import_records(raws) == (sid, 0)
     assert [ev.raw for ev in (await other.history(sid)).events] == raws
     gap = await narad.Engine.open(f"redb:{tmp_path / 'gap.redb'}")
+    with pytest.raises(narad.ProtocolError) as garbage:
+        await gap.import_records([raws[0], b"\xff not json"])
+    assert garbage.value.code == "invalid_json" and "record 2" in garbage.value.message
+    assert "invalid_json" not in garbage.value.message
     with pytest.raises(narad.NaradError):
         await gap.import_records([raws[0], raws[2]])  # a gap in the sequence
     assert await gap.list_sessions() == []
@@ -145,4 +155,21 @@ async def test_config_and_index_check(url):
     assert await e.reindex(sid) is False
     with pytest.raises(narad.InvalidCommandError):
         await narad.Engine.open(url, config=narad.EngineConfig(lease_ttl=-1))
+    await e.close()
+
+
+async def test_an_attached_ui_learns_that_its_session_was_deleted(url):
+    e = await narad.Engine.open(url)
+    sid = await e.create_session()
+    await e.message(sid, "hello")
+    sub = e.attach(sid)
+    first = await sub.__anext__()
+    assert first.type == "messages.snapshot"
+    waiting = asyncio.create_task(sub.__anext__())
+    await asyncio.sleep(0.02)
+    assert not waiting.done()
+    await e.delete_session(sid)
+    with pytest.raises(narad.NotFoundError) as gone:
+        await asyncio.wait_for(waiting, 30)  # a guard, not a speed claim
+    assert gone.value.code == "session_deleted"
     await e.close()

@@ -56,6 +56,12 @@ impl<S: Store + 'static> Engine<S> {
     ) -> Result<StateAt, EngineError> {
         self.authorize(p, Action::Read { session_id })?;
         let meta = self.meta(session_id).await?;
+        if sequence == 0 {
+            // Before its first event the session has no state to answer.
+            return Err(EngineError::InvalidCommand(
+                "a state is after 1 or more events; sequence 0 is before the session".into(),
+            ));
+        }
         let j = Journal::hydrate_through(&*self.inner.store, session_id, meta, sequence).await?;
         if j.head != sequence {
             return Err(EngineError::InvalidCommand(format!(

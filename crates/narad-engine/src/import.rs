@@ -255,7 +255,7 @@ fn parse(records: &[Vec<u8>]) -> Result<Vec<AuthorityEvent>, EngineError> {
                 return Err(EngineError::Rejected {
                     code: e.code.as_str(),
                     section: "5",
-                    message: format!("record {}: {e}", i + 1),
+                    message: format!("record {}: {}", i + 1, e.message),
                 })
             }
         }

@@ -60,7 +60,8 @@ impl<S: Store> Follow<S> {
     }
 
     /// The next event, waiting for it if the follower is at the head;
-    /// `None` once the store is closed.
+    /// `None` once the store is closed. A follower of a session that is
+    /// deleted meanwhile ends with `session_deleted`.
     pub async fn next(&mut self) -> Result<Option<StoredEvent>, EngineError> {
         loop {
             if let Some(ev) = self.buffered.pop_front() {
@@ -83,8 +84,15 @@ impl<S: Store> Follow<S> {
                 continue;
             }
             // At the head: wait for a commit of this session.
-            match wait_for_commit(&mut self.notices, &self.session_id, self.cursor).await {
-                Woken::Commit => {}
+            match at_head(
+                &*self.store,
+                &mut self.notices,
+                &self.session_id,
+                self.cursor,
+            )
+            .await?
+            {
+                Woken::Commit | Woken::Quiet => {}
                 Woken::Lagged => self.lagged += 1,
                 Woken::Closed => return Ok(None),
             }
@@ -149,8 +157,11 @@ pub(crate) fn is_debug_event(bytes: &[u8]) -> bool {
 
 /// Why a follower at the head woke up.
 pub(crate) enum Woken {
-    /// A commit past the cursor, or a second passed: read on.
+    /// A commit past the cursor: read on.
     Commit,
+    /// A second passed, or the session committed without moving past the
+    /// cursor (a side write, or its deletion): read on.
+    Quiet,
     /// Notices were dropped: read on.
     Lagged,
     /// The store is closed.
@@ -169,13 +180,19 @@ pub(crate) async fn wait_for_commit(
         let Ok(notice) =
             tokio::time::timeout(std::time::Duration::from_secs(1), notices.recv()).await
         else {
-            return Woken::Commit;
+            return Woken::Quiet;
         };
         match notice {
             Some(Notice::Commit(Commit::Session {
                 session_id: s,
                 head,
-            })) if *s == *session_id && head > cursor => return Woken::Commit,
+            })) if *s == *session_id => {
+                return if head > cursor {
+                    Woken::Commit
+                } else {
+                    Woken::Quiet
+                };
+            }
             Some(Notice::Commit(_)) => {}
             Some(Notice::Lagged { missed }) => {
                 tracing::debug!(
@@ -189,4 +206,27 @@ pub(crate) async fn wait_for_commit(
             None => return Woken::Closed,
         }
     }
+}
+
+/// [`wait_for_commit`] for a follower of `session_id` at `cursor`: after a
+/// quiet wake-up it also looks for the session's tombstone, so a follower
+/// of a session deleted meanwhile ends with `session_deleted` (within a
+/// second, at once when the deletion's own notice arrives) instead of
+/// waiting for events that can never come.
+pub(crate) async fn at_head<S: Store + ?Sized>(
+    store: &S,
+    notices: &mut Subscription,
+    session_id: &str,
+    cursor: u64,
+) -> Result<Woken, EngineError> {
+    let woken = wait_for_commit(notices, session_id, cursor).await;
+    if matches!(woken, Woken::Quiet)
+        && store
+            .side(narad_store::SideSpace::Tombstone, session_id)
+            .await?
+            .is_some()
+    {
+        return Err(EngineError::Store(narad_store::StoreError::SessionDeleted));
+    }
+    Ok(woken)
 }

@@ -60,12 +60,13 @@ impl<S: Store> WatchFollow<S> {
                 .read_session(&self.session_id, self.cursor, 4096)
                 .await?;
             if page.events.is_empty() {
-                let woken = crate::subscribe::wait_for_commit(
+                let woken = crate::subscribe::at_head(
+                    &*self.store,
                     &mut self.notices,
                     &self.session_id,
                     self.cursor,
                 )
-                .await;
+                .await?;
                 if matches!(woken, crate::subscribe::Woken::Closed) {
                     return Ok(None);
                 }

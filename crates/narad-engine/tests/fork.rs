@@ -107,6 +107,9 @@ async fn scenario<S: Store + 'static>(store: S) {
     }
     let err = e.state_at(&me(), "src", head + 1).await.unwrap_err();
     assert_eq!(err.code(), "invalid_command");
+    // Before the first event there is no state: refused, as past the head.
+    let err = e.state_at(&me(), "src", 0).await.unwrap_err();
+    assert_eq!(err.code(), "invalid_command");
 
     // Fork where the interrupt is open.
     let fork = e.fork(&me(), "src", at_interrupt).await.unwrap();

@@ -104,3 +104,24 @@ async fn an_imported_session_is_listed_with_its_first_event_time() {
     assert_eq!(entry.created_at.as_deref(), Some("2026-07-01T09:30:00Z"));
     assert_eq!(entry.updated_at.as_deref(), Some("2026-08-05T00:00:00Z"));
 }
+
+/// A refused record is named by its place, with the validator's code as
+/// the error's code and a message that does not repeat it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_record_names_its_place_and_its_message_does_not_repeat_the_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::new(
+        SqliteStore::open(dir.path().join("s.sqlite"))
+            .await
+            .unwrap(),
+    );
+    let mut j = journal("s", 4);
+    j[2] = b"\xff not json".to_vec();
+    let err = e.import(&me(), &j).await.unwrap_err();
+    assert_eq!(err.code(), "invalid_json");
+    let shown = err.to_string();
+    assert!(shown.contains("record 3"), "{shown}");
+    assert!(!shown.contains("invalid_json"), "{shown}");
+    // Nothing of the slice was stored.
+    assert_eq!(e.store().head("s").await.unwrap(), 0);
+}

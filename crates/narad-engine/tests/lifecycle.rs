@@ -128,8 +128,27 @@ async fn delete_scenario<S: Store + 'static>(store: S) {
     assert_eq!(e.store().head("busy").await.unwrap(), head);
     assert_eq!(records_of(e.store(), "busy").await, before);
 
+    // Followers waiting at the head when the session goes end with
+    // `session_deleted` rather than wait for events that cannot come.
+    let mut follow = e.subscribe(&me(), "busy", head).await.unwrap();
+    let mut watch = e.watch(&me(), "busy", head).await.unwrap();
+    let followed = tokio::spawn(async move {
+        let f = follow.next().await;
+        let w = watch.next().await;
+        (f.map(|x| x.is_some()), w.map(|x| x.is_some()))
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(!followed.is_finished(), "a follower at the head returned");
+
     // Forced: every record goes, in one batch.
     let gone = e.delete_session(&me(), "busy", true).await.unwrap();
+    // The deadlock guard: generous, never a speed claim.
+    let (f, w) = tokio::time::timeout(Duration::from_secs(60), followed)
+        .await
+        .expect("a follower of the deleted session still waits")
+        .unwrap();
+    assert_eq!(f, Err(EngineError::Store(StoreError::SessionDeleted)));
+    assert_eq!(w, Err(EngineError::Store(StoreError::SessionDeleted)));
     assert_eq!(gone.events, head);
     assert!(!gone.open.is_empty());
     assert_eq!(e.store().head("busy").await.unwrap(), 0);

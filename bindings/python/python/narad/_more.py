@@ -12,7 +12,7 @@ import logging
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _native
-from ._errors import NaradError
+from ._errors import NaradError, NotFoundError
 from ._state import Deleted, PruneReport, SessionEntry, SessionPage, SessionState
 
 Time = Union[None, float, int, _dt.datetime]
@@ -131,7 +131,7 @@ class _LifecycleMixin:
         ``sequence`` past the head raises :class:`InvalidCommandError`)."""
         t = await _native.state_at(self._native, session_id, sequence)
         if t is None:
-            raise LookupError(session_id)
+            raise NotFoundError("unknown_session", None, "unknown session")
         return await SessionState._from_native(session_id, t)
 
     async def fork(self, session_id: str, through: int) -> str:

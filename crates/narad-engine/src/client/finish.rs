@@ -33,7 +33,7 @@ impl<S: Store + 'static> Engine<S> {
             .map_err(|e| EngineError::Rejected {
                 code: e.code.as_str(),
                 section: "11",
-                message: e.to_string(),
+                message: e.message,
             })?;
         let Parsed::Record {
             record: Record::Control(c),
