@@ -52,6 +52,7 @@ use crate::conv::Fail;
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 static GET_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static CHANNEL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static CALL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The binding's tokio runtime (multi-threaded, started on first use).
 pub fn runtime() -> PyResult<&'static Runtime> {
@@ -429,22 +430,22 @@ impl LoopChannel {
     }
 }
 
-/// Drops (or aborts) the task of an asyncio future that was cancelled.
+/// Drops (or aborts) the task of a call whose asyncio future was
+/// cancelled (`narad._bridge._Call.cancel` calls it). Weak: the task holds
+/// its future, which holds this.
 #[pyclass(frozen)]
-struct DropOnCancel(Arc<Task>);
+struct DropOnCancel(std::sync::Weak<Task>);
 
 #[pymethods]
 impl DropOnCancel {
-    fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
-        if fut.call_method0("cancelled")?.is_truthy()? {
-            self.0.cancelled.store(true, Ordering::Release);
-            let dropped = self.0.fut.lock().ok().and_then(|mut f| f.take());
-            drop(dropped);
-            if let Some(h) = self.0.abort.lock().ok().and_then(|mut h| h.take()) {
-                h.abort();
-            }
+    fn __call__(&self) {
+        let Some(task) = self.0.upgrade() else { return };
+        task.cancelled.store(true, Ordering::Release);
+        let dropped = task.fut.lock().ok().and_then(|mut f| f.take());
+        drop(dropped);
+        if let Some(h) = task.abort.lock().ok().and_then(|mut h| h.take()) {
+            h.abort();
         }
-        Ok(())
     }
 }
 
@@ -528,7 +529,9 @@ where
     let event_loop = GET_LOOP
         .import(py, "asyncio", "get_running_loop")?
         .call0()?;
-    let py_fut = event_loop.call_method0(intern!(py, "create_future"))?;
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item(intern!(py, "loop"), &event_loop)?;
+    let py_fut = CALL.import(py, "narad._bridge", "_Call")?.call((), Some(&kwargs))?;
     let channel = match event_loop.getattr_opt(intern!(py, "_narad_channel"))? {
         Some(ch) => ch,
         None => CHANNEL
@@ -578,7 +581,7 @@ where
         task.mark.store(now_ns(), Ordering::Relaxed);
     }
     if driver == Driver::Runtime {
-        py_fut.call_method1(intern!(py, "add_done_callback"), (DropOnCancel(task),))?;
+        py_fut.setattr(intern!(py, "_narad_drop"), DropOnCancel(Arc::downgrade(&task)))?;
     }
     Ok(py_fut)
 }
