@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use serde_json::Value;
 
 use crate::bridge::spawn;
-use crate::conv::{value, Raw};
+use crate::conv::{opt_value, Raw};
 use crate::protocol::{self, invalid};
 use crate::records::patch_of;
 use crate::NativeEngine;
@@ -49,76 +49,44 @@ fn asset(
     Ok(a)
 }
 
-/// Opens a view with its initial model; returns the stored event's bytes.
+/// Opens (`step` `open`, with `model`), updates (`update`: a new `model`,
+/// or RFC 6902 `operations`) or closes (`close`) a view; returns the
+/// stored event's bytes.
 #[pyfunction]
-#[pyo3(signature = (engine, session_id, scope, scope_id, view_id, model, key = None))]
+#[pyo3(signature = (engine, session_id, scope, scope_id, view_id, step, model = None, operations = None, key = None))]
 #[allow(clippy::too_many_arguments)]
-fn open_view<'py>(
+fn view<'py>(
     py: Python<'py>,
     engine: &NativeEngine,
     session_id: String,
     scope: String,
     scope_id: Option<String>,
     view_id: String,
-    model: Bound<'py, PyAny>,
-    key: Option<String>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let (e, p) = engine.get()?;
-    let model = value(&model)?;
-    spawn(py, async move {
-        let scope = protocol::scope(&scope, scope_id)?;
-        let ev = keyed!(e, key, |h| h.open_view(&p, &session_id, scope, view_id, model))?;
-        Ok::<_, EngineError>(Raw(ev.bytes))
-    })
-}
-
-/// Replaces (`model`) or patches (`operations`, RFC 6902) an open view's
-/// model; returns the stored event's bytes.
-#[pyfunction]
-#[pyo3(signature = (engine, session_id, scope, scope_id, view_id, model = None, operations = None, key = None))]
-#[allow(clippy::too_many_arguments)]
-fn update_view<'py>(
-    py: Python<'py>,
-    engine: &NativeEngine,
-    session_id: String,
-    scope: String,
-    scope_id: Option<String>,
-    view_id: String,
+    step: String,
     model: Option<Bound<'py, PyAny>>,
     operations: Option<Bound<'py, PyAny>>,
     key: Option<String>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
-    let model = model.map(|m| value(&m)).transpose()?;
-    let operations = operations.map(|o| value(&o)).transpose()?;
-    spawn(py, async move {
-        let update = match (model, operations) {
-            (Some(m), None) => ViewUpdate::Replace(m),
-            (None, Some(ops)) => ViewUpdate::Patch(patch_of(ops)?),
-            _ => return Err(invalid("give either a model or patch operations")),
-        };
-        let scope = protocol::scope(&scope, scope_id)?;
-        let ev = keyed!(e, key, |h| h.update_view(&p, &session_id, scope, view_id, update))?;
-        Ok::<_, EngineError>(Raw(ev.bytes))
-    })
-}
-
-/// Closes an open view; returns the stored event's bytes.
-#[pyfunction]
-#[pyo3(signature = (engine, session_id, scope, scope_id, view_id, key = None))]
-fn close_view<'py>(
-    py: Python<'py>,
-    engine: &NativeEngine,
-    session_id: String,
-    scope: String,
-    scope_id: Option<String>,
-    view_id: String,
-    key: Option<String>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let (e, p) = engine.get()?;
+    let model = opt_value(model.as_ref())?;
+    let operations = opt_value(operations.as_ref())?;
     spawn(py, async move {
         let scope = protocol::scope(&scope, scope_id)?;
-        let ev = keyed!(e, key, |h| h.close_view(&p, &session_id, scope, view_id))?;
+        let ev = match (step.as_str(), model, operations) {
+            ("open", Some(m), None) => {
+                keyed!(e, key, |h| h.open_view(&p, &session_id, scope, view_id, m))
+            }
+            ("update", m, ops) => {
+                let update = match (m, ops) {
+                    (Some(m), None) => ViewUpdate::Replace(m),
+                    (None, Some(ops)) => ViewUpdate::Patch(patch_of(ops)?),
+                    _ => return Err(invalid("give either a model or patch operations")),
+                };
+                keyed!(e, key, |h| h.update_view(&p, &session_id, scope, view_id, update))
+            }
+            ("close", None, None) => keyed!(e, key, |h| h.close_view(&p, &session_id, scope, view_id)),
+            _ => Err(invalid("a view step is open (with a model), update or close")),
+        }?;
         Ok::<_, EngineError>(Raw(ev.bytes))
     })
 }
@@ -144,7 +112,7 @@ fn add_asset<'py>(
     key: Option<String>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
-    let metadata = crate::conv::opt_value(metadata.as_ref())?.unwrap_or(Value::Null);
+    let metadata = opt_value(metadata.as_ref())?.unwrap_or(Value::Null);
     spawn(py, async move {
         let a = asset(asset_id, name, media_type, uri, size_bytes, metadata)?;
         let scope = protocol::scope(&scope, scope_id)?;
@@ -188,9 +156,7 @@ fn update_asset<'py>(
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(open_view, m)?)?;
-    m.add_function(wrap_pyfunction!(update_view, m)?)?;
-    m.add_function(wrap_pyfunction!(close_view, m)?)?;
+    m.add_function(wrap_pyfunction!(view, m)?)?;
     m.add_function(wrap_pyfunction!(add_asset, m)?)?;
     m.add_function(wrap_pyfunction!(update_asset, m)?)?;
     Ok(())

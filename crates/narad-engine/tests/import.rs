@@ -26,14 +26,15 @@ fn journal(sid: &str, n: u64) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// An engine over a fresh SQLite file in `dir`.
+async fn engine(dir: &std::path::Path) -> Engine<SqliteStore> {
+    Engine::new(SqliteStore::open(dir.join("s.sqlite")).await.unwrap())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_journal_imported_in_slices_and_again_is_stored_once() {
     let dir = tempfile::tempdir().unwrap();
-    let e = Engine::new(
-        SqliteStore::open(dir.path().join("s.sqlite"))
-            .await
-            .unwrap(),
-    );
+    let e = engine(dir.path()).await;
     let j = journal("s", 40);
     for slice in j.chunks(7) {
         e.import(&me(), slice).await.unwrap();
@@ -81,11 +82,7 @@ async fn two_engines_importing_one_journal_at_once_both_succeed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_imported_session_is_listed_with_its_first_event_time() {
     let dir = tempfile::tempdir().unwrap();
-    let e = Engine::new(
-        SqliteStore::open(dir.path().join("s.sqlite"))
-            .await
-            .unwrap(),
-    );
+    let e = engine(dir.path()).await;
     let mut j = journal("imported", 4);
     j[0] = String::from_utf8(j[0].clone())
         .unwrap()
@@ -110,11 +107,7 @@ async fn an_imported_session_is_listed_with_its_first_event_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_record_names_its_place_and_its_message_does_not_repeat_the_code() {
     let dir = tempfile::tempdir().unwrap();
-    let e = Engine::new(
-        SqliteStore::open(dir.path().join("s.sqlite"))
-            .await
-            .unwrap(),
-    );
+    let e = engine(dir.path()).await;
     let mut j = journal("s", 4);
     j[2] = b"\xff not json".to_vec();
     let err = e.import(&me(), &j).await.unwrap_err();

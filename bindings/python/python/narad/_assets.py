@@ -21,8 +21,8 @@ class _AssetsMixin:
         the stored event. A view already open is refused
         (``view_already_open``)."""
         scope, sid = _scope(run_id, workflow_id)
-        return json.loads(await _native.open_view(self._native, session_id, scope, sid, view_id, model,
-                                                  idempotency_key))
+        return json.loads(await _native.view(self._native, session_id, scope, sid, view_id, "open", model, None,
+                                             idempotency_key))
 
     async def update_view(self, session_id: str, view_id: str, *, model: Any = None,
                           patch: Optional[List[Dict[str, Any]]] = None, run_id: Optional[str] = None,
@@ -36,16 +36,16 @@ class _AssetsMixin:
         if (model is None) == (patch is None):
             raise TypeError("give either model or patch")
         scope, sid = _scope(run_id, workflow_id)
-        return json.loads(await _native.update_view(self._native, session_id, scope, sid, view_id, model, patch,
-                                                    idempotency_key))
+        return json.loads(await _native.view(self._native, session_id, scope, sid, view_id, "update", model, patch,
+                                             idempotency_key))
 
     async def close_view(self, session_id: str, view_id: str, *, run_id: Optional[str] = None,
                          workflow_id: Optional[str] = None,
                          idempotency_key: Optional[str] = None) -> Dict[str, Any]:
         """Closes an open view (``view.closed``); returns the stored event."""
         scope, sid = _scope(run_id, workflow_id)
-        return json.loads(await _native.close_view(self._native, session_id, scope, sid, view_id,
-                                                   idempotency_key))
+        return json.loads(await _native.view(self._native, session_id, scope, sid, view_id, "close", None, None,
+                                             idempotency_key))
 
     async def add_attachment(self, session_id: str, *, attachment_id: Optional[str] = None,
                              name: Optional[str] = None, media_type: Optional[str] = None,
