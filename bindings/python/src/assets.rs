@@ -13,13 +13,19 @@ use crate::records::patch_of;
 use crate::NativeEngine;
 
 /// `ready`, `failed` (with `code` and a user-safe `message`) or `removed`.
-fn step(name: &str, code: Option<String>, message: Option<String>) -> Result<AssetStep, EngineError> {
+fn step(
+    name: &str,
+    code: Option<String>,
+    message: Option<String>,
+) -> Result<AssetStep, EngineError> {
     match (name, code, message) {
         ("ready", None, None) => Ok(AssetStep::Ready),
         ("removed", None, None) => Ok(AssetStep::Removed),
         ("failed", Some(code), Some(message)) => Ok(AssetStep::failed(code, message)),
         ("failed", _, _) => Err(invalid("a failed step needs a code and a message")),
-        ("ready" | "removed", _, _) => Err(invalid("only a failed step takes a code and a message")),
+        ("ready" | "removed", _, _) => {
+            Err(invalid("only a failed step takes a code and a message"))
+        }
         _ => Err(invalid("step must be ready, failed or removed")),
     }
 }
@@ -82,10 +88,20 @@ fn view<'py>(
                     (None, Some(ops)) => ViewUpdate::Patch(patch_of(ops)?),
                     _ => return Err(invalid("give either a model or patch operations")),
                 };
-                keyed!(e, key, |h| h.update_view(&p, &session_id, scope, view_id, update))
+                keyed!(e, key, |h| h.update_view(
+                    &p,
+                    &session_id,
+                    scope,
+                    view_id,
+                    update
+                ))
             }
-            ("close", None, None) => keyed!(e, key, |h| h.close_view(&p, &session_id, scope, view_id)),
-            _ => Err(invalid("a view step is open (with a model), update or close")),
+            ("close", None, None) => {
+                keyed!(e, key, |h| h.close_view(&p, &session_id, scope, view_id))
+            }
+            _ => Err(invalid(
+                "a view step is open (with a model), update or close",
+            )),
         }?;
         Ok::<_, EngineError>(Raw(ev.bytes))
     })
@@ -147,9 +163,21 @@ fn update_asset<'py>(
         let s = step(&step_name, code, message)?;
         let scope = protocol::scope(&scope, scope_id)?;
         let ev = if artifact {
-            keyed!(e, key, |h| h.update_artifact(&p, &session_id, scope, &asset_id, s))?
+            keyed!(e, key, |h| h.update_artifact(
+                &p,
+                &session_id,
+                scope,
+                &asset_id,
+                s
+            ))?
         } else {
-            keyed!(e, key, |h| h.update_attachment(&p, &session_id, scope, &asset_id, s))?
+            keyed!(e, key, |h| h.update_attachment(
+                &p,
+                &session_id,
+                scope,
+                &asset_id,
+                s
+            ))?
         };
         Ok::<_, EngineError>(Raw(ev.bytes))
     })

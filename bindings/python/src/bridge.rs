@@ -531,7 +531,9 @@ where
         .call0()?;
     let kwargs = pyo3::types::PyDict::new(py);
     kwargs.set_item(intern!(py, "loop"), &event_loop)?;
-    let py_fut = CALL.import(py, "narad._bridge", "_Call")?.call((), Some(&kwargs))?;
+    let py_fut = CALL
+        .import(py, "narad._bridge", "_Call")?
+        .call((), Some(&kwargs))?;
     let channel = match event_loop.getattr_opt(intern!(py, "_narad_channel"))? {
         Some(ch) => ch,
         None => CHANNEL
@@ -581,7 +583,10 @@ where
         task.mark.store(now_ns(), Ordering::Relaxed);
     }
     if driver == Driver::Runtime {
-        py_fut.setattr(intern!(py, "_narad_drop"), DropOnCancel(Arc::downgrade(&task)))?;
+        py_fut.setattr(
+            intern!(py, "_narad_drop"),
+            DropOnCancel(Arc::downgrade(&task)),
+        )?;
     }
     Ok(py_fut)
 }

@@ -4,11 +4,11 @@
 //! the call's asyncio future is resolved, never on an engine thread.
 
 use bytes::Bytes;
+use narad_core::json::MAX_PARSE_DEPTH;
 use narad_engine::EngineError;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use narad_core::json::MAX_PARSE_DEPTH;
 use serde_json::{Map, Number, Value};
 
 /// A Python value as JSON: `None`, `bool`, `int`, `float`, `str`, lists,

@@ -323,7 +323,11 @@ impl NativeEngine {
     }
 
     /// Writes a reducer snapshot of the session at its head; returns the head.
-    fn write_snapshot<'py>(&self, py: Python<'py>, session_id: String) -> PyResult<Bound<'py, PyAny>> {
+    fn write_snapshot<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
         awaitable!(on_worker self, py, |e, p| e.write_snapshot(&p, &session_id).await)
     }
 

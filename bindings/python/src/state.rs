@@ -281,7 +281,9 @@ impl NativeTranscript {
     /// Entries from `at`, as `(message id, role, text, completed, run,
     /// reasoning)`.
     fn messages<'py>(&self, py: Python<'py>, at: usize) -> Slice<'py> {
-        let text = |m: &TranscriptMessage| m.text.len() + m.reasoning.iter().map(String::len).sum::<usize>();
+        let text = |m: &TranscriptMessage| {
+            m.text.len() + m.reasoning.iter().map(String::len).sum::<usize>()
+        };
         slice(py, &self.0, at, text, |m| {
             (
                 m.message_id.as_str(),
