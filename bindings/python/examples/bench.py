@@ -72,14 +72,15 @@ def slices(turns: int, size: int) -> list:
     return [min(size, turns - i) for i in range(0, turns, size)]
 
 
-def stats() -> list:
-    return list(narad._native._bridge_stats())
+def stats() -> dict:
+    return narad._native._bridge_stats()
 
 
-def breakdown(label: str, spent: list, commands: int, secs: float, rust_rate: float) -> None:
+def breakdown(label: str, spent: dict, commands: int, secs: float, rust_rate: float) -> None:
     """Prints the Python side's microseconds per command by phase, and the
     Rust side's (median) for comparison."""
-    inline, store, hop, loop = (spent[i] / commands / 1000 for i in (9, 6, 7, 8))
+    inline, store, hop, loop = (spent[k] / commands / 1000
+                                for k in ("ns_inline_poll", "ns_pending_to_wake", "ns_wake_to_poll", "ns_loop_poll"))
     wall = secs * 1e6 / commands
     print(f"  {label:8}   1 session python us/cmd: wall {wall:.0f} = engine on loop (inline poll) {inline:.0f}"
           f" + store {store:.0f} + hop to loop {hop:.0f} + loop poll {loop:.0f}"
@@ -89,7 +90,7 @@ def breakdown(label: str, spent: list, commands: int, secs: float, rust_rate: fl
 async def measure(e: narad.Engine, sessions: int, turns: int, rounds: int, slice_turns: int,
                   label: str) -> float:
     rust, py = [], []
-    spent, py_secs = [0] * 10, 0.0
+    spent, py_secs = dict.fromkeys(stats(), 0), 0.0
     for r in range(rounds):
         rust_secs = python_secs = 0.0
         for i, k in enumerate(slices(turns, slice_turns)):
@@ -98,7 +99,8 @@ async def measure(e: narad.Engine, sessions: int, turns: int, rounds: int, slice
                 rust_secs += await rust_side(e, sessions, k)
             before = stats()
             python_secs += await python_side(e, sessions, k)
-            spent = [s + b - a for s, a, b in zip(spent, before, stats())]
+            after = stats()
+            spent = {k: spent[k] + after[k] - before[k] for k in spent}
             if python_first:
                 rust_secs += await rust_side(e, sessions, k)
         commands = COMMANDS_PER_TURN * sessions * turns

@@ -139,10 +139,29 @@ fn count(i: usize) {
     STATS[i].fetch_add(1, Ordering::Relaxed);
 }
 
-/// The bridge's counters, in the order of [`STATS`]'s doc.
+/// The names [`_bridge_stats`] gives [`STATS`], in its order.
+const STAT_NAMES: [&str; 10] = [
+    "inline_ready",
+    "inline_pending",
+    "loop_ready",
+    "loop_pending",
+    "spawned",
+    "worker_done",
+    "ns_pending_to_wake",
+    "ns_wake_to_poll",
+    "ns_loop_poll",
+    "ns_inline_poll",
+];
+
+/// The bridge's counters by name (see [`STATS`]), so a reader never
+/// hard-codes their order.
 #[pyfunction]
-pub fn _bridge_stats() -> [usize; 10] {
-    std::array::from_fn(|i| STATS[i].load(Ordering::Relaxed))
+pub fn _bridge_stats() -> std::collections::BTreeMap<&'static str, usize> {
+    STAT_NAMES
+        .iter()
+        .zip(&STATS)
+        .map(|(n, c)| (*n, c.load(Ordering::Relaxed)))
+        .collect()
 }
 
 /// How many wake-ups of an inline-polled call are polled on the loop

@@ -5,17 +5,18 @@ import asyncio
 import narad
 from narad import _native
 
-INLINE_PENDING, LOOP_READY, LOOP_PENDING, SPAWNED = 1, 2, 3, 4
+INLINE_PENDING, LOOP_READY, LOOP_PENDING, SPAWNED = "inline_pending", "loop_ready", "loop_pending", "spawned"
 
 
-async def _turns(e: narad.Engine, sid: str, n: int) -> list:
+async def _turns(e: narad.Engine, sid: str, n: int) -> dict:
     before = _native._bridge_stats()
     for _ in range(n):
         run = await e.start_run(sid)
         tool = await e.start_tool_call(sid, run, "weather", {"city": "Oslo"})
         await e.finish_tool_call(sid, tool, {"temp": 3})
         await e.end_run(sid, run)
-    return [b - a for a, b in zip(before, _native._bridge_stats())]
+    after = _native._bridge_stats()
+    return {k: after[k] - before[k] for k in after}
 
 
 async def test_first_wake_is_polled_on_the_loop(url):
@@ -39,13 +40,13 @@ async def test_first_wake_is_polled_on_the_loop(url):
     await e.close()
 
 
-async def _turns_until_a_loop_poll_waits(e: narad.Engine, sid: str) -> list:
+async def _turns_until_a_loop_poll_waits(e: narad.Engine, sid: str) -> dict:
     # Whether an end_run's queue read waits depends on the store's timing,
     # so turns run in batches until some loop poll waited (or 20 batches).
-    total = [0] * 10
+    total = dict.fromkeys(_native._bridge_stats(), 0)
     for _ in range(20):
         d = await _turns(e, sid, 10)
-        total = [a + b for a, b in zip(total, d)]
+        total = {k: total[k] + d[k] for k in total}
         if total[LOOP_PENDING] > 0:
             break
     return total

@@ -8,11 +8,11 @@ import json
 import narad
 from narad import _native, _state
 
-SPAWNED, INLINE_READY, INLINE_PENDING = 4, 0, 1
+SPAWNED, INLINE_READY, INLINE_PENDING = "spawned", "inline_ready", "inline_pending"
 SLICE = 512  # the extension's SLICE_ITEMS
 
 
-def _started_on_a_worker(before: list, after: list) -> None:
+def _started_on_a_worker(before: dict, after: dict) -> None:
     """The one call between the two counter reads skipped the inline poll."""
     assert after[SPAWNED] - before[SPAWNED] == 1
     assert after[INLINE_READY] == before[INLINE_READY]

@@ -40,11 +40,15 @@ class LoopChannel:
     def drain(self) -> None: ...
     def close(self) -> None: ...
 
-def _bridge_stats() -> List[int]:
-    """The bridge's counters: inline polls done / waiting, loop polls after a
-    wake-up done / waiting, calls moved onto a worker, outputs a worker
-    queued; then nanoseconds summed: inline ``Pending`` to first wake-up,
-    loop-bound wake-up to its poll, in those polls, in the inline polls."""
+def _bridge_stats() -> Dict[str, int]:
+    """The bridge's counters by name: inline polls done / waiting
+    (``inline_ready``, ``inline_pending``), loop polls after a wake-up done /
+    waiting (``loop_ready``, ``loop_pending``), calls moved onto a worker
+    (``spawned``), outputs a worker queued (``worker_done``); then
+    nanoseconds summed: inline ``Pending`` to first wake-up
+    (``ns_pending_to_wake``), loop-bound wake-up to its poll
+    (``ns_wake_to_poll``), in those polls (``ns_loop_poll``), in the inline
+    polls (``ns_inline_poll``)."""
     ...
 
 def _set_loop_polls(polls: Optional[int] = None) -> int:
