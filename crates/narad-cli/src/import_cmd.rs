@@ -76,11 +76,16 @@ fn check_readable(path: &Path, limits: &Limits) -> Result<u64, Failure> {
     while let Some((line, bytes)) = file.next_record().map_err(read)? {
         records += 1;
         if session_of(bytes).is_none() {
-            return Err(fail(
-                Some(line),
-                "missing_session",
-                &"no readable sessionId",
-            ));
+            // Say why: a line that is not JSON at all (a byte order mark,
+            // nesting past the parser) is that, not a missing session.
+            return Err(match narad_core::json::from_slice_strict(bytes) {
+                Err(narad_core::json::JsonError::TooDeep { .. }) => {
+                    let e = limits.too_deep();
+                    fail(Some(line), e.code.as_str(), &e.message)
+                }
+                Err(e) => fail(Some(line), e.code().as_str(), &e),
+                Ok(_) => fail(Some(line), "missing_session", &"no readable sessionId"),
+            });
         }
     }
     Ok(records)

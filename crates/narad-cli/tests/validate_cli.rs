@@ -129,3 +129,51 @@ fn every_published_trace_gets_its_expected_verdict() {
         assert_eq!(code, want, "{name}: {out}{err}");
     }
 }
+
+/// Lines that are not a record say why, by code, each code once: a UTF-8
+/// byte order mark (a file some Windows editors save), nesting past what
+/// any record may hold, bytes that are not JSON. `import` says the same
+/// rather than that the session is missing.
+#[test]
+fn a_line_that_is_not_json_says_why_in_validate_and_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, bytes: &[u8]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p.display().to_string()
+    };
+    let record = br#"{"type":"run.started","protocolVersion":"narad/v1","eventId":"e1","timestamp":"2026-08-05T00:00:00Z","sessionId":"s","sessionSequence":1,"rootRunId":"r","runId":"r","sequence":1}"#;
+    let bom = write(
+        "bom.jsonl",
+        &[b"\xEF\xBB\xBF".as_slice(), record, b"\n"].concat(),
+    );
+    let deep = write(
+        "deep.jsonl",
+        format!("{}1{}\n", r#"{"a":"#.repeat(300), "}".repeat(300)).as_bytes(),
+    );
+    let nul = write("nul.jsonl", &[0u8; 64]);
+    let store = format!("sqlite:{}", dir.path().join("s.sqlite").display());
+    for (file, code, says) in [
+        (&bom, "invalid_json", "byte order mark"),
+        (&deep, "nesting_too_deep", "nesting deeper than 64"),
+        (&nul, "invalid_json", "not one JSON value"),
+    ] {
+        let (exit, out, _) = narad(&["validate", file]);
+        assert_eq!(exit, 1, "{out}");
+        assert!(
+            out.starts_with(&format!("{file}: rejected at line 1: {code}: ")),
+            "{out}"
+        );
+        assert!(
+            out.contains(says) && out.matches(code).count() == 1,
+            "{out}"
+        );
+        let (exit, _, err) = narad(&["import", "--store", &store, file]);
+        assert_eq!(exit, 1, "{err}");
+        assert!(
+            err.contains(&format!("line 1: {code}: ")) && err.contains(says),
+            "{err}"
+        );
+        assert_eq!(err.matches(code).count(), 1, "{err}");
+    }
+}

@@ -31,6 +31,10 @@ pub enum JsonError {
         /// 1-based column of the error.
         column: usize,
     },
+    /// The bytes begin with a UTF-8 byte order mark, which JSON text must
+    /// not (RFC 8259 §8.1): a file saved by some Windows editors.
+    #[error("begins with a UTF-8 byte order mark, which JSON text must not carry (RFC 8259 §8.1)")]
+    ByteOrderMark,
     /// JSON nested deeper than the parser follows ([`MAX_PARSE_DEPTH`]
     /// arrays and objects, serde_json's limit).
     #[error("nesting deeper than {MAX_PARSE_DEPTH} (line {line}, column {column})")]
@@ -63,7 +67,7 @@ impl JsonError {
     /// [`ValidationCode::NestingTooDeep`] or [`ValidationCode::DuplicateKey`].
     pub const fn code(&self) -> ValidationCode {
         match self {
-            Self::Invalid { .. } => ValidationCode::InvalidJson,
+            Self::Invalid { .. } | Self::ByteOrderMark => ValidationCode::InvalidJson,
             Self::TooDeep { .. } => ValidationCode::NestingTooDeep,
             Self::DuplicateKey { .. } => ValidationCode::DuplicateKey,
         }
@@ -73,7 +77,9 @@ impl JsonError {
 impl From<JsonError> for ValidationError {
     fn from(e: JsonError) -> Self {
         let field = match &e {
-            JsonError::Invalid { .. } | JsonError::TooDeep { .. } => None,
+            JsonError::Invalid { .. } | JsonError::ByteOrderMark | JsonError::TooDeep { .. } => {
+                None
+            }
             JsonError::DuplicateKey { member, .. } => Some(member.clone()),
         };
         ValidationError::new(e.code(), field, e.to_string())
@@ -103,6 +109,7 @@ pub fn from_slice_strict(bytes: &[u8]) -> Result<Value, JsonError> {
         // Deep nesting is well-formed JSON, not a syntax error: its own
         // code. serde_json reports it as a syntax error whose message is
         // the only mark (pinned by a test below).
+        None if bytes.starts_with(b"\xEF\xBB\xBF") => JsonError::ByteOrderMark,
         None if e.to_string().starts_with("recursion limit exceeded") => JsonError::TooDeep {
             line: e.line(),
             column: e.column(),
@@ -244,6 +251,14 @@ impl<'de> Visitor<'de> for Strict<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_byte_order_mark_is_named() {
+        let err = from_slice_strict(b"\xEF\xBB\xBF{\"a\":1}").unwrap_err();
+        assert_eq!(err, JsonError::ByteOrderMark);
+        assert_eq!(err.code(), ValidationCode::InvalidJson);
+        assert!(err.to_string().contains("byte order mark"), "{err}");
+    }
 
     #[test]
     fn nesting_past_the_parse_limit_is_too_deep_not_invalid() {

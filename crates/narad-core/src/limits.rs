@@ -72,6 +72,26 @@ impl Limits {
         Ok(())
     }
 
+    /// The error for JSON nested past what the parser follows
+    /// ([`crate::json::MAX_PARSE_DEPTH`]): past this limit too, which it
+    /// names when it is the lower one.
+    ///
+    /// ```
+    /// use narad_core::{Limits, ValidationCode};
+    /// let e = Limits::default().too_deep();
+    /// assert_eq!((e.code, e.message.as_str()), (ValidationCode::NestingTooDeep, "nesting deeper than 64"));
+    /// ```
+    pub fn too_deep(&self) -> ValidationError {
+        ValidationError::new(
+            ValidationCode::NestingTooDeep,
+            None,
+            format!(
+                "nesting deeper than {}",
+                self.max_depth.min(crate::json::MAX_PARSE_DEPTH)
+            ),
+        )
+    }
+
     fn check_depth(&self, depth: usize) -> Result<(), ValidationError> {
         if depth > self.max_depth {
             return Err(ValidationError::new(
