@@ -47,10 +47,11 @@ fn value_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
     // Only containers remain: each is one level deeper.
     let depth = depth + 1;
     if depth > MAX_PARSE_DEPTH {
+        let e = narad_core::Limits::default().too_deep();
         return Err(crate::errors::to_py(EngineError::Rejected {
-            code: "nesting_too_deep",
+            code: e.code.as_str(),
             section: "5",
-            message: format!("nesting deeper than {MAX_PARSE_DEPTH}"),
+            message: e.message,
         }));
     }
     if let Ok(d) = obj.cast::<PyDict>() {

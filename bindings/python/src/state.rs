@@ -82,15 +82,20 @@ impl Drop for NativeState {
         {
             return;
         }
-        let lists = (
+        free_off_loop((
             std::mem::take(&mut self.runs),
             std::mem::take(&mut self.tools),
             std::mem::take(&mut self.messages),
             std::mem::take(&mut self.reasoning),
-        );
-        if let Ok(rt) = crate::bridge::runtime() {
-            rt.spawn_blocking(move || drop(lists));
-        }
+        ));
+    }
+}
+
+/// Frees `lists` on the runtime's blocking pool, not on the loop's thread
+/// that drops their Python object.
+fn free_off_loop<T: Send + 'static>(lists: T) {
+    if let Ok(rt) = crate::bridge::runtime() {
+        rt.spawn_blocking(move || drop(lists));
     }
 }
 
@@ -268,10 +273,7 @@ impl From<Vec<TranscriptMessage>> for NativeTranscript {
 impl Drop for NativeTranscript {
     fn drop(&mut self) {
         if self.0.len() > SLICE_ITEMS {
-            let list = std::mem::take(&mut self.0);
-            if let Ok(rt) = crate::bridge::runtime() {
-                rt.spawn_blocking(move || drop(list));
-            }
+            free_off_loop(std::mem::take(&mut self.0));
         }
     }
 }

@@ -79,11 +79,10 @@ fn check_readable(path: &Path, limits: &Limits) -> Result<u64, Failure> {
             // Say why: a line that is not JSON at all (a byte order mark,
             // nesting past the parser) is that, not a missing session.
             return Err(match narad_core::json::from_slice_strict(bytes) {
-                Err(narad_core::json::JsonError::TooDeep { .. }) => {
-                    let e = limits.too_deep();
+                Err(e) => {
+                    let e = limits.json_error(e);
                     fail(Some(line), e.code.as_str(), &e.message)
                 }
-                Err(e) => fail(Some(line), e.code().as_str(), &e),
                 Ok(_) => fail(Some(line), "missing_session", &"no readable sessionId"),
             });
         }

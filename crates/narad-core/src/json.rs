@@ -106,10 +106,10 @@ pub fn from_slice_strict(bytes: &[u8]) -> Result<Value, JsonError> {
                 member,
             }
         }
+        None if bytes.starts_with(b"\xEF\xBB\xBF") => JsonError::ByteOrderMark,
         // Deep nesting is well-formed JSON, not a syntax error: its own
         // code. serde_json reports it as a syntax error whose message is
         // the only mark (pinned by a test below).
-        None if bytes.starts_with(b"\xEF\xBB\xBF") => JsonError::ByteOrderMark,
         None if e.to_string().starts_with("recursion limit exceeded") => JsonError::TooDeep {
             line: e.line(),
             column: e.column(),

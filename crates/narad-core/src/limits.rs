@@ -92,6 +92,16 @@ impl Limits {
         )
     }
 
+    /// A record's parse error under these limits: nesting past what the
+    /// parser follows is [`Limits::too_deep`], naming this limit as the
+    /// depth check does; any other error as it is.
+    pub fn json_error(&self, e: crate::json::JsonError) -> ValidationError {
+        match e {
+            crate::json::JsonError::TooDeep { .. } => self.too_deep(),
+            e => e.into(),
+        }
+    }
+
     fn check_depth(&self, depth: usize) -> Result<(), ValidationError> {
         if depth > self.max_depth {
             return Err(ValidationError::new(

@@ -174,12 +174,8 @@ impl Validator {
         if bytes.len() > self.config().limits.max_record_bytes {
             return Err(too_large(self));
         }
-        let value = crate::json::from_slice_strict(&bytes).map_err(|e| match e {
-            // Nested past what the parser follows is nested past the
-            // record's own limit too: say that limit, as the depth check does.
-            crate::json::JsonError::TooDeep { .. } => self.config().limits.too_deep(),
-            e => e.into(),
-        })?;
+        let value = crate::json::from_slice_strict(&bytes)
+            .map_err(|e| self.config().limits.json_error(e))?;
         let verdict = self.check(&value)?;
         let Value::Object(json) = value else {
             return Err(E::new(
