@@ -17,7 +17,8 @@ use narad_engine::{
     Started,
 };
 use narad_store::{
-    Appended, Batch, HistoryQuery, Page, SideSpace, Store, StoreError, Subscription, WatchPage,
+    Appended, Batch, HistoryQuery, Page, SideSpace, Store, StoreError, StoredEvent, Subscription,
+    WatchPage,
 };
 use narad_store_redb::RedbStore;
 
@@ -50,6 +51,9 @@ impl Store for Faulty {
     }
     async fn read_session(&self, s: &str, after: u64, limit: usize) -> Result<Page, StoreError> {
         self.inner.read_session(s, after, limit).await
+    }
+    async fn find_events(&self, s: &str, ids: &[&str]) -> Result<Vec<StoredEvent>, StoreError> {
+        self.inner.find_events(s, ids).await
     }
     async fn read_run(
         &self,

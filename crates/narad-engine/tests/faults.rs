@@ -62,6 +62,13 @@ impl Store for Boxed {
     ) -> Result<narad_store::Page, narad_store::StoreError> {
         self.0.read_session(s, a, l).await
     }
+    async fn find_events(
+        &self,
+        s: &str,
+        ids: &[&str],
+    ) -> Result<Vec<narad_store::StoredEvent>, narad_store::StoreError> {
+        self.0.find_events(s, ids).await
+    }
     async fn read_run(
         &self,
         s: &str,

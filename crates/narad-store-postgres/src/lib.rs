@@ -34,8 +34,8 @@ use bytes::Bytes;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use narad_store::group::Announcer;
 use narad_store::{
-    row, Appended, Batch, Damage, Page, Scope, SideSpace, Store, StoreError, StoredWatch,
-    Subscription, WatchPage,
+    row, Appended, Batch, Damage, Page, Scope, SideSpace, Store, StoreError, StoredEvent,
+    StoredWatch, Subscription, WatchPage,
 };
 use tokio_postgres::{NoTls, Row};
 
@@ -291,6 +291,40 @@ impl Store for PostgresStore {
             limit,
         )
         .await
+    }
+
+    async fn find_events(
+        &self,
+        session_id: &str,
+        event_ids: &[&str],
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        if event_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let c = self.client().await?;
+        let stmt = c
+            .prepare_cached(&self.sql(
+                "SELECT event_id, seq, bytes FROM {s}.events WHERE session = $1 AND event_id = ANY($2) ORDER BY seq",
+            ))
+            .await
+            .map_err(backend)?;
+        let rows = c
+            .query(&stmt, &[&session_id, &event_ids])
+            .await
+            .map_err(backend)?;
+        let mut found = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let id: &str = col(r, 0).map_err(|e| in_session(e, session_id))?;
+            let seq = uint(col(r, 1).map_err(|e| in_session(e, session_id))?)?;
+            let bytes: &[u8] = col(r, 2).map_err(|e| in_session(e, session_id))?;
+            found.push(row::decode_found_event(
+                session_id,
+                id,
+                seq,
+                Bytes::copy_from_slice(bytes),
+            )?);
+        }
+        Ok(found)
     }
 
     async fn read_run(

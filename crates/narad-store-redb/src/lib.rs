@@ -448,6 +448,32 @@ fn page_session(db: &Database, sid: &str, after: u64, limit: usize) -> Result<Pa
     Ok(Page { events: out, next })
 }
 
+fn find_events(db: &Database, sid: &str, ids: &[String]) -> Result<Vec<StoredEvent>, StoreError> {
+    let tx = db.begin_read().map_err(rerr)?;
+    let index = tx.open_table(IDS).map_err(rerr)?;
+    let events = tx.open_table(EVENTS).map_err(rerr)?;
+    let mut found = Vec::new();
+    for id in ids {
+        let Some(seq) = index.get((sid, id.as_str())).map_err(rerr)? else {
+            continue;
+        };
+        let seq = seq.value();
+        let bytes = events
+            .get((sid, seq))
+            .map_err(rerr)?
+            .ok_or_else(|| StoreError::corrupt(Damage::MissingEvent, Some(sid), Some(seq)))?;
+        found.push(row::decode_found_event(
+            sid,
+            id,
+            seq,
+            Bytes::copy_from_slice(bytes.value()),
+        )?);
+    }
+    found.sort_by_key(|e| e.position.session_sequence);
+    found.dedup_by_key(|e| e.position.session_sequence);
+    Ok(found)
+}
+
 fn page_scope(
     db: &Database,
     kind: Scope,
@@ -529,6 +555,16 @@ impl Store for RedbStore {
         let sid = session_id.to_owned();
         self.blocking(move |db| page_session(db, &sid, after, limit))
             .await
+    }
+
+    async fn find_events(
+        &self,
+        session_id: &str,
+        event_ids: &[&str],
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let sid = session_id.to_owned();
+        let ids: Vec<String> = event_ids.iter().map(|&i| i.to_owned()).collect();
+        self.blocking(move |db| find_events(db, &sid, &ids)).await
     }
 
     async fn read_run(

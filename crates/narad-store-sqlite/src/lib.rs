@@ -33,8 +33,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use narad_store::group::{GroupCommit, GroupStats};
 use narad_store::{
-    row, Appended, Batch, Damage, Page, Scope, SideSpace, Store, StoreError, StoredWatch,
-    Subscription, WatchPage,
+    row, Appended, Batch, Damage, Page, Scope, SideSpace, Store, StoreError, StoredEvent,
+    StoredWatch, Subscription, WatchPage,
 };
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
@@ -421,6 +421,43 @@ impl Store for SqliteStore {
                 after,
                 limit,
             )
+        })
+        .await
+    }
+
+    async fn find_events(
+        &self,
+        session_id: &str,
+        event_ids: &[&str],
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let sid = session_id.to_owned();
+        let ids: Vec<String> = event_ids.iter().map(|&i| i.to_owned()).collect();
+        self.blocking(move |c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT seq, bytes FROM events WHERE session = ?1 AND event_id = ?2",
+                )
+                .map_err(sql)?;
+            let mut found = Vec::new();
+            for id in &ids {
+                let row = stmt
+                    .query_row(params![sid, id], |r| {
+                        Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+                    })
+                    .optional()
+                    .map_err(sql)?;
+                if let Some((seq, bytes)) = row {
+                    found.push(row::decode_found_event(
+                        &sid,
+                        id,
+                        uint(seq)?,
+                        Bytes::from(bytes),
+                    )?);
+                }
+            }
+            found.sort_by_key(|e| e.position.session_sequence);
+            found.dedup_by_key(|e| e.position.session_sequence);
+            Ok(found)
         })
         .await
     }

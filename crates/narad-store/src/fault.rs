@@ -29,7 +29,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::{Appended, Batch, Page, SideSpace, Store, StoreError, Subscription, WatchPage};
+use crate::{
+    Appended, Batch, Page, SideSpace, Store, StoreError, StoredEvent, Subscription, WatchPage,
+};
 
 /// A store method a [`Rule`] targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,9 +56,11 @@ pub enum Method {
     ListSide,
     /// [`Store::list_workspaces`].
     ListWorkspaces,
+    /// [`Store::find_events`].
+    FindEvents,
 }
 
-const METHODS: usize = 10;
+const METHODS: usize = 11;
 
 impl Method {
     const fn slot(self) -> usize {
@@ -71,6 +75,7 @@ impl Method {
             Self::ReadWatch => 7,
             Self::ListSide => 8,
             Self::ListWorkspaces => 9,
+            Self::FindEvents => 10,
         }
     }
 }
@@ -267,6 +272,18 @@ impl<S: Store> Store for FaultStore<S> {
         self.run(
             Method::ReadSession,
             self.inner.read_session(session_id, after, limit),
+        )
+        .await
+    }
+
+    async fn find_events(
+        &self,
+        session_id: &str,
+        event_ids: &[&str],
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        self.run(
+            Method::FindEvents,
+            self.inner.find_events(session_id, event_ids),
         )
         .await
     }

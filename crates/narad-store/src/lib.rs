@@ -38,6 +38,9 @@
 //!   checked against its key ([`row::decode_event`]); a damaged store is
 //!   [`StoreError::Corrupt`], and paging loops require their cursor to
 //!   advance ([`row::advance`]).
+//!   [`Store::find_events`] reads a session's events by eventId (the
+//!   index every backend keeps for redelivery), each checked against its
+//!   key and its id.
 //!   [`Store::read_history`] combines the session, run-tree and workflow
 //!   cursors of §10.2 and refuses cursors that are not mutually consistent
 //!   ([`StoreError::CursorConflict`]; the rule is in [`history`]).
@@ -523,6 +526,17 @@ pub trait Store: Send + Sync {
         after: u64,
         limit: usize,
     ) -> Result<Page, StoreError>;
+    /// The stored events of `session_id` among `event_ids`, in session
+    /// order; an id that is not stored is left out. This is how a host
+    /// whose checker was restored without the eventIds of the events its
+    /// snapshot covers ([`narad_core::checker::Checker::snapshot_for_store`])
+    /// learns whether a record redelivers one of them (§4.1). Each event
+    /// is checked against its key and its id ([`row::decode_found_event`]).
+    async fn find_events(
+        &self,
+        session_id: &str,
+        event_ids: &[&str],
+    ) -> Result<Vec<StoredEvent>, StoreError>;
     /// A run journal's history after run-tree `sequence`.
     async fn read_run(
         &self,

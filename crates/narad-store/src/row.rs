@@ -58,6 +58,8 @@ pub enum Damage {
     /// The backend's own structures are damaged (its integrity check
     /// failed, or its reader failed on them).
     File,
+    /// The eventId index names an event that carries another eventId.
+    WrongEventId,
 }
 
 impl Damage {
@@ -74,6 +76,7 @@ impl Damage {
             Self::RowsPastHead => "rows_past_head",
             Self::Gap => "gap",
             Self::File => "file",
+            Self::WrongEventId => "wrong_event_id",
         }
     }
 
@@ -89,6 +92,7 @@ impl Damage {
             Self::RowsPastHead => "events are stored past the head record",
             Self::Gap => "stored positions are not contiguous",
             Self::File => "the store's own structures are damaged",
+            Self::WrongEventId => "the eventId index names an event of another id",
         }
     }
 }
@@ -149,6 +153,22 @@ pub fn decode_event(
         return Err(corrupt(Damage::WrongPosition, session_id, session_sequence));
     }
     Ok(StoredEvent::from(&ev))
+}
+
+/// Decodes the bytes the eventId index found for `event_id` at
+/// `session_sequence`: as [`decode_event`], and the event must carry that
+/// eventId ([`Damage::WrongEventId`] otherwise).
+pub fn decode_found_event(
+    session_id: &str,
+    event_id: &str,
+    session_sequence: u64,
+    bytes: Bytes,
+) -> Result<StoredEvent, StoreError> {
+    let ev = decode_event(session_id, session_sequence, bytes)?;
+    if ev.event_id != event_id {
+        return Err(corrupt(Damage::WrongEventId, session_id, session_sequence));
+    }
+    Ok(ev)
 }
 
 /// Decodes the bytes a run-tree or workflow index read found: as

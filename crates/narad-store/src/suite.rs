@@ -166,6 +166,38 @@ where
     assert_eq!(s.read_session("s", 0, 10).await.unwrap().events, evs);
 }
 
+/// Suite case `events_are_found_by_their_ids`.
+pub async fn events_are_found_by_their_ids<S, F, Fut>(dir: &Path, open: F)
+where
+    S: Store + 'static,
+    F: Fn(PathBuf) -> Fut,
+    Fut: Future<Output = Result<S, StoreError>>,
+{
+    let s = open(dir.join("store")).await.unwrap();
+    let evs: Vec<_> = (1..=5).map(|i| event("s", i, "a")).collect();
+    s.append(batch("s", 0, evs.clone())).await.unwrap();
+    let other = event("t", 1, "a");
+    s.append(batch("t", 0, vec![other.clone()])).await.unwrap();
+    let ids = [
+        evs[3].event_id.as_str(),
+        evs[0].event_id.as_str(),
+        "not-stored",
+        evs[0].event_id.as_str(),
+        other.event_id.as_str(),
+    ];
+    // In session order, each once; another session's id is not this one's.
+    let found = s.find_events("s", &ids).await.unwrap();
+    assert_eq!(found, vec![evs[0].clone(), evs[3].clone()]);
+    assert_eq!(s.find_events("t", &ids).await.unwrap(), vec![other.clone()]);
+    assert_eq!(s.find_events("u", &ids).await.unwrap(), vec![]);
+    assert_eq!(s.find_events("s", &[]).await.unwrap(), vec![]);
+    s.close().await.unwrap();
+    drop(s);
+    let again = open(dir.join("store")).await.unwrap();
+    let found = again.find_events("s", &[evs[4].event_id.as_str()]).await;
+    assert_eq!(found.unwrap(), vec![evs[4].clone()]);
+}
+
 /// Suite case `a_batch_with_one_bad_event_is_refused_whole`.
 pub async fn a_batch_with_one_bad_event_is_refused_whole<S, F, Fut>(dir: &Path, open: F)
 where
@@ -584,7 +616,7 @@ macro_rules! store_suite {
     // `$ready` is checked first by every case: a backend that needs a server
     // passes a check that prints a skip notice and returns false without one.
     ($open:expr, unless $ready:expr) => {
-        $crate::store_suite!(@cases $open, $ready; history_is_the_exact_bytes_and_survives_reopen, a_stale_head_conflicts_and_writes_nothing, redelivery_is_idempotent_and_changed_bytes_conflict, a_batch_with_one_bad_event_is_refused_whole, side_writes_are_conditional_and_atomic_with_events, eight_racing_writers_leave_no_gap_and_no_duplicate, a_hundred_sessions_append_concurrently, workflow_history_pages_by_workflow_sequence, combined_cursors_must_be_mutually_consistent, pages_of_large_events_stop_at_their_bytes, the_workspace_watch_stream_commits_with_its_session, subscribers_hear_every_commit_and_replay_has_no_gap, close_finishes_accepted_appends_and_releases_the_file, good_and_bad_batches_racing_are_each_decided_alone, side_records_and_workspaces_list_in_byte_order, every_space_migrates_to_another_store, delete_removes_every_record_of_a_session_in_every_space, a_tombstone_refuses_every_later_batch_of_its_session, large_side_values_are_kept_whole);
+        $crate::store_suite!(@cases $open, $ready; history_is_the_exact_bytes_and_survives_reopen, a_stale_head_conflicts_and_writes_nothing, redelivery_is_idempotent_and_changed_bytes_conflict, events_are_found_by_their_ids, a_batch_with_one_bad_event_is_refused_whole, side_writes_are_conditional_and_atomic_with_events, eight_racing_writers_leave_no_gap_and_no_duplicate, a_hundred_sessions_append_concurrently, workflow_history_pages_by_workflow_sequence, combined_cursors_must_be_mutually_consistent, pages_of_large_events_stop_at_their_bytes, the_workspace_watch_stream_commits_with_its_session, subscribers_hear_every_commit_and_replay_has_no_gap, close_finishes_accepted_appends_and_releases_the_file, good_and_bad_batches_racing_are_each_decided_alone, side_records_and_workspaces_list_in_byte_order, every_space_migrates_to_another_store, delete_removes_every_record_of_a_session_in_every_space, a_tombstone_refuses_every_later_batch_of_its_session, large_side_values_are_kept_whole);
     };
     (@cases $open:expr, $ready:expr; $($name:ident),*) => {
         $(

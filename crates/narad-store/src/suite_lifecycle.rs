@@ -70,6 +70,8 @@ async fn populate<S: Store>(s: &S, sid: &str) {
 
 async fn assert_intact<S: Store>(s: &S, sid: &str) {
     assert_eq!(s.head(sid).await.unwrap(), 3, "{sid}");
+    let id = event(sid, 2, "a").event_id;
+    assert_eq!(s.find_events(sid, &[id.as_str()]).await.unwrap().len(), 1);
     assert_eq!(s.read_session(sid, 0, 10).await.unwrap().events.len(), 3);
     assert_eq!(s.read_run(sid, "r", 0, 10).await.unwrap().events.len(), 2);
     assert_eq!(
@@ -87,6 +89,9 @@ async fn assert_intact<S: Store>(s: &S, sid: &str) {
 
 async fn assert_gone<S: Store>(s: &S, sid: &str) {
     assert_eq!(s.head(sid).await.unwrap(), 0);
+    let ids = [event(sid, 1, "a").event_id, event(sid, 2, "a").event_id];
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    assert_eq!(s.find_events(sid, &ids).await.unwrap(), vec![]);
     assert!(s.read_session(sid, 0, 10).await.unwrap().events.is_empty());
     assert!(s.read_run(sid, "r", 0, 10).await.unwrap().events.is_empty());
     assert!(s

@@ -28,7 +28,8 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 use narad_store::{
-    Appended, Batch, HistoryQuery, Page, SideSpace, Store, StoreError, Subscription, WatchPage,
+    Appended, Batch, HistoryQuery, Page, SideSpace, Store, StoreError, StoredEvent, Subscription,
+    WatchPage,
 };
 #[cfg(feature = "postgres")]
 use narad_store_postgres::PostgresStore;
@@ -318,6 +319,13 @@ impl Store for AnyStore {
         limit: usize,
     ) -> Result<Page, StoreError> {
         each!(self, s => s.read_session(session_id, after, limit).await)
+    }
+    async fn find_events(
+        &self,
+        session_id: &str,
+        event_ids: &[&str],
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        each!(self, s => s.find_events(session_id, event_ids).await)
     }
     async fn read_run(
         &self,
