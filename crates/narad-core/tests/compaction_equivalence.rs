@@ -294,8 +294,70 @@ fn run(ops: &[Op], core_only: bool, restore_at: Option<usize>) -> Result<(), Tes
     Ok(())
 }
 
+/// [`run`] restoring at `restore_at` from [`Checker::snapshot_for_store`],
+/// which keeps no eventId: before each push the test plays the host, whose
+/// store (here the records the reference accepted, by session and
+/// eventId) answers what the restored checker may have forgotten. The
+/// verdicts and reads are the reference's.
+fn run_forgetting(ops: &[Op], core_only: bool, restore_at: usize) -> Result<(), TestCaseError> {
+    let mut reference = Checker::new(validator(core_only)).with_full_history();
+    let mut compact = Checker::new(validator(core_only));
+    let mut store: std::collections::HashMap<(String, String), Vec<u8>> = Default::default();
+    let mut g = Gen {
+        n: 0,
+        sent: Vec::new(),
+        tools: Vec::new(),
+    };
+    for (i, o) in ops.iter().enumerate() {
+        if i == restore_at {
+            compact = Checker::restore(validator(core_only), &compact.snapshot_for_store())
+                .expect("a snapshot restores");
+        }
+        let Some(bytes) = g.record(&reference, o) else {
+            continue;
+        };
+        let key = serde_json::from_slice::<Value>(&bytes).ok().and_then(|v| {
+            let sid = v.get("sessionId")?.as_str()?.to_owned();
+            Some((sid, v.get("eventId")?.as_str()?.to_owned()))
+        });
+        if let Some(key) = &key {
+            if compact.may_have_forgotten(&key.0, &key.1) {
+                if let Some(stored) = store.get(key) {
+                    prop_assert!(compact.recall(&key.0, stored), "record {}", i);
+                }
+            }
+        }
+        let want = reference.push_bytes(&bytes);
+        let got = compact.push_bytes(&bytes);
+        prop_assert_eq!(&got, &want, "record {}", i);
+        // The journal holds what moved the head: applied, or skipped
+        // (covered by a transcript snapshot, or of an inactive profile).
+        use narad_core::checker::Applied;
+        if let (Some(key), Ok(Applied::Applied | Applied::Skipped)) = (key, &want) {
+            store.entry(key).or_insert_with(|| bytes.clone());
+        }
+        g.sent.push(bytes);
+        prop_assert_eq!(
+            reads(&compact, &g.tools),
+            reads(&reference, &g.tools),
+            "after record {}",
+            i
+        );
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn a_checker_restored_without_event_ids_decides_as_full_history_with_its_store(
+        ops in prop::collection::vec(op(), 1..120),
+        at in 0usize..120,
+        core_only in any::<bool>(),
+    ) {
+        run_forgetting(&ops, core_only, at)?;
+    }
 
     #[test]
     fn compacted_checker_decides_and_reads_as_full_history(

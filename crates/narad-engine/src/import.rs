@@ -142,7 +142,7 @@ impl<S: Store + 'static> Engine<S> {
             ),
             Err(e) => return Err(e),
         };
-        let j = Journal::hydrate(&*self.inner.store, sid, meta).await?;
+        let j = self.hydrate_with(sid, Some(meta)).await?;
         Ok((j, new_session))
     }
 
@@ -155,6 +155,7 @@ impl<S: Store + 'static> Engine<S> {
         events: &[AuthorityEvent],
         new_session: bool,
     ) -> Result<(Option<Journal>, u64), EngineError> {
+        self.recall_stored(&mut j, events).await?;
         let mut fresh = Vec::new();
         for (i, ev) in events.iter().enumerate() {
             match j.checker.push(&Record::Authority(ev.clone())) {
@@ -222,6 +223,33 @@ impl<S: Store + 'static> Engine<S> {
         }
         j.head = appended.head;
         Ok((Some(j), n))
+    }
+
+    /// Gives `j`'s checker the stored events among `events`' ids that it
+    /// was restored without (a snapshot keeps no eventIds: the store
+    /// does), in one store read, so a redelivery of one is recognized as
+    /// it is by a checker that replayed the whole journal.
+    async fn recall_stored(
+        &self,
+        j: &mut Journal,
+        events: &[AuthorityEvent],
+    ) -> Result<(), EngineError> {
+        let sid = j.session_id.clone();
+        let ids: Vec<&str> = events
+            .iter()
+            .map(|ev| ev.envelope.event_id.as_str())
+            .filter(|id| j.checker.may_have_forgotten(&sid, id))
+            .collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        // The store checked each against its key. One stored past what the
+        // snapshot covered is not recalled (`false`): another writer's
+        // event, which the append's head check meets.
+        for stored in self.inner.store.find_events(&sid, &ids).await? {
+            j.checker.recall(&sid, &stored.bytes);
+        }
+        Ok(())
     }
 
     /// Whether `e` came from another writer having appended to the session

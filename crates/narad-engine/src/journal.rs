@@ -242,7 +242,9 @@ impl Journal {
         let mut body = Vec::new();
         body.extend_from_slice(&(exp.len() as u32).to_be_bytes());
         body.extend_from_slice(&exp);
-        body.extend_from_slice(&self.checker.snapshot());
+        // Without the dedup set: the store keeps every eventId, and an
+        // import recalls the ones it needs (`Engine::import`).
+        body.extend_from_slice(&self.checker.snapshot_for_store());
         let head = self.head + pending.len() as u64;
         let chain = self.chain.extended(pending.iter().map(|e| &e.bytes[..]));
         snapshot::seal(&self.session_id, head, chain, &body)

@@ -75,6 +75,17 @@ impl<S: Store + 'static> Engine<S> {
     }
 
     pub(crate) async fn hydrate(&self, session_id: &str) -> Result<Journal, EngineError> {
+        self.hydrate_with(session_id, None).await
+    }
+
+    /// [`Self::hydrate`] with the session's metadata when the caller has
+    /// it (an import of a session the store does not know yet): the same
+    /// span, metrics and counters.
+    pub(crate) async fn hydrate_with(
+        &self,
+        session_id: &str,
+        meta: Option<Meta>,
+    ) -> Result<Journal, EngineError> {
         use crate::telemetry;
         use tracing::Instrument;
         metrics::counter!(telemetry::CACHE_MISSES).increment(1);
@@ -85,7 +96,10 @@ impl<S: Store + 'static> Engine<S> {
             replayed = tracing::field::Empty,
         );
         let start = std::time::Instant::now();
-        let meta = self.meta(session_id).instrument(span.clone()).await?;
+        let meta = match meta {
+            Some(m) => m,
+            None => self.meta(session_id).instrument(span.clone()).await?,
+        };
         let j = Journal::hydrate(&*self.inner.store, session_id, meta)
             .instrument(span.clone())
             .await?;

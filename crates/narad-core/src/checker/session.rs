@@ -24,6 +24,11 @@ pub(super) struct Session {
     pub covered: u64,
     /// eventId hash -> fingerprint of the record's JSON value.
     pub seen: Seen,
+    /// `seen` holds no eventId of the events at or before this position
+    /// (0: it holds every one): a checker restored from
+    /// [`super::Checker::snapshot_for_store`], whose host's store keeps
+    /// them ([`super::Checker::recall`]).
+    pub ids_before: u64,
     /// The active, or most recently started, top-level run (§9.2 visibility).
     pub last_top_run: Option<Box<str>>,
     /// The session slot: an active independent top-level run or workflow.
@@ -301,6 +306,7 @@ impl<'de> Deserialize<'de> for Session {
             head: f.head,
             covered: f.covered,
             seen: Seen::default(),
+            ids_before: 0,
             last_top_run: f.last_top_run,
             slot: f.slot,
             work: Some(Box::new(work)),

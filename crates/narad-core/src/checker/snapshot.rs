@@ -15,7 +15,10 @@
 //! no messages or reasoning ([`Session::open_state`]), and the derived graphs of open
 //! roots; then the workspaces' dedup sets, the client ledger and the
 //! record counter. The dedup set is 12 bytes an entry in hash order
-//! ([`Seen::write_bytes`]); an arena is its live records as laid out in
+//! ([`Seen::write_bytes`]), or empty in a snapshot for a store
+//! ([`Checker::snapshot_for_store`], format 9), whose sessions say in
+//! `idsBefore` the position through which their ids were left to the
+//! store; an arena is its live records as laid out in
 //! memory ([`super::closed`]); the messages and reasoning streams are one
 //! binary record each ([`super::transcript_bytes`]). Restoring parses the JSON, checks every
 //! arena record and the packed graph it holds, decodes the messages (a
@@ -43,6 +46,17 @@ use std::collections::BTreeMap;
 /// and graph rendered. Other versions are not restored: the host replays
 /// the journal instead.
 pub(super) const SNAPSHOT_FORMAT: u32 = 8;
+
+/// Version 9: version 8 in which a session's open state may say
+/// `idsBefore`, the position at and before which its dedup set holds no
+/// eventId ([`Checker::snapshot_for_store`] writes them all so, with empty
+/// dedup sets). A build that knows only version 8 refuses it rather than
+/// restore those sets as complete.
+const FORGETFUL_FORMAT: u32 = 9;
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
 
 const MAGIC: &[u8; 8] = b"narad.ck";
 
@@ -73,12 +87,23 @@ impl<'a> Parts<'a> {
     }
 }
 
+/// Whether a snapshot carries the sessions' dedup sets.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum EventIds {
+    /// Every eventId the checker holds.
+    Kept,
+    /// None: the host's store holds them ([`Checker::snapshot_for_store`]).
+    Omitted,
+}
+
 /// The snapshot of `c` in the layout above.
-pub(super) fn write(c: &Checker) -> Vec<u8> {
+pub(super) fn write(c: &Checker, ids: EventIds) -> Vec<u8> {
     #[derive(Serialize)]
     struct OpenRef<'a, S> {
         state: S,
         derived: Graphs<'a>,
+        #[serde(rename = "idsBefore", skip_serializing_if = "is_zero")]
+        ids_before: u64,
     }
     #[derive(Serialize)]
     struct SnapRef<'a, S> {
@@ -97,6 +122,10 @@ pub(super) fn write(c: &Checker) -> Vec<u8> {
                 let open = OpenRef {
                     state: s.open_state(),
                     derived: Graphs(derived.collect()),
+                    ids_before: match ids {
+                        EventIds::Kept => s.ids_before,
+                        EventIds::Omitted => s.head,
+                    },
                 };
                 (&**k, open)
             })
@@ -105,8 +134,13 @@ pub(super) fn write(c: &Checker) -> Vec<u8> {
         client: &c.client,
         index: c.index,
     };
+    let forgetful = ids == EventIds::Omitted || c.sessions.values().any(|s| s.ids_before > 0);
+    let format = match forgetful {
+        true => FORGETFUL_FORMAT,
+        false => SNAPSHOT_FORMAT,
+    };
     let mut out = MAGIC.to_vec();
-    out.extend_from_slice(&SNAPSHOT_FORMAT.to_le_bytes());
+    out.extend_from_slice(&format.to_le_bytes());
     put_part(&mut out, |o| {
         // Writing JSON into a vector fails only for a map key that is not
         // a string, which none is.
@@ -114,7 +148,10 @@ pub(super) fn write(c: &Checker) -> Vec<u8> {
     });
     for s in c.sessions.values() {
         let closed = s.closed();
-        put_part(&mut out, |o| s.seen.write_bytes(o));
+        put_part(&mut out, |o| match ids {
+            EventIds::Kept => s.seen.write_bytes(o),
+            EventIds::Omitted => Seen::default().write_bytes(o),
+        });
         put_part(&mut out, |o| closed.map_or((), |c| c.runs.write_live(o)));
         put_part(&mut out, |o| closed.map_or((), |c| c.tools.write_live(o)));
         let t = &s.x().transcript;
@@ -185,6 +222,8 @@ fn read(validator: Validator, bytes: &[u8], alongside: &mut dyn FnMut()) -> Opti
     struct Open {
         state: Session,
         derived: SmallMap<Derived>,
+        #[serde(rename = "idsBefore", default)]
+        ids_before: u64,
     }
     #[derive(Deserialize)]
     struct Snap {
@@ -197,13 +236,19 @@ fn read(validator: Validator, bytes: &[u8], alongside: &mut dyn FnMut()) -> Opti
     if parts.take(MAGIC.len())? != MAGIC {
         return None;
     }
-    if u32::from_le_bytes(parts.take(4)?.try_into().ok()?) != SNAPSHOT_FORMAT {
+    let format = u32::from_le_bytes(parts.take(4)?.try_into().ok()?);
+    if format != SNAPSHOT_FORMAT && format != FORGETFUL_FORMAT {
         return None;
     }
     let snap: Snap = serde_json::from_slice(parts.part()?).ok()?;
     let mut sessions = BTreeMap::new();
     for (k, open) in snap.sessions {
         let mut s = open.state;
+        // Version 8 keeps every id; a session cannot omit ids it has not seen.
+        if (format == SNAPSHOT_FORMAT && open.ids_before != 0) || open.ids_before > s.head {
+            return None;
+        }
+        s.ids_before = open.ids_before;
         let (seen, runs, tools) = (parts.part()?, parts.part()?, parts.part()?);
         let (messages, reasoning) = (parts.part()?, parts.part()?);
         // Thread two checks the dedup set and arenas in place and decodes
@@ -646,5 +691,57 @@ mod tests {
         let mut snap = c.snapshot();
         snap[MAGIC.len()] = 5;
         assert!(Checker::restore(Validator::default(), &snap).is_none());
+    }
+
+    /// A snapshot for a store keeps no eventId: the restored checker says
+    /// which ids it may have forgotten, takes back only stored events of
+    /// positions the snapshot covered, and then decides as before.
+    #[test]
+    fn a_snapshot_for_a_store_forgets_event_ids_until_they_are_recalled() {
+        let (c, next) = session();
+        let full = c.snapshot();
+        let forgetful = c.snapshot_for_store();
+        assert_eq!(&full[MAGIC.len()..MAGIC.len() + 4], &[8, 0, 0, 0]);
+        assert_eq!(&forgetful[MAGIC.len()..MAGIC.len() + 4], &[9, 0, 0, 0]);
+        // 81 events' dedup entries of 12 bytes, and `"idsBefore":82`.
+        assert_eq!(full.len() - forgetful.len(), 82 * 12 - 15);
+        let mut r = Checker::restore(Validator::default(), &forgetful).unwrap();
+        let first = line(1, "run-0", 1, r#""type":"run.started""#);
+        assert!(r.may_have_forgotten("s", "e1"));
+        assert!(!r.may_have_forgotten("t", "e1"), "no such session");
+        // Not an authority event of `s` at a covered position: not taken.
+        assert!(!r.recall("t", &first));
+        assert!(!r.recall("s", b"{}"));
+        assert!(!r.recall("s", &line(83, "run-0", 1, r#""type":"run.started""#)));
+        assert!(r.may_have_forgotten("s", "e1"));
+        assert!(r.recall("s", &first));
+        assert!(!r.may_have_forgotten("s", "e1"));
+        assert_eq!(r.push_bytes(&first), Ok(super::super::Applied::Duplicate));
+        let changed = line(1, "run-0", 1, r#""type":"run.started","parentRunId":"x""#);
+        let refused = r.push_bytes(&changed).map_err(|e| e.code);
+        assert_eq!(refused, Err("duplicate_event_conflict"));
+        // New events are known as they are pushed.
+        let (mut a, mut b) = (r, Checker::restore(Validator::default(), &full).unwrap());
+        for n in &next {
+            let code = |r: Result<_, super::super::Rejection>| r.map_err(|e| e.code);
+            assert_eq!(code(a.push_bytes(n)), code(b.push_bytes(n)));
+        }
+        assert!(!a.may_have_forgotten("s", "e84"));
+        // Still forgetful after its own full snapshot: format 9 again.
+        let again = a.snapshot();
+        assert_eq!(&again[MAGIC.len()..MAGIC.len() + 4], &[9, 0, 0, 0]);
+        let a = Checker::restore(Validator::default(), &again).unwrap();
+        assert!(a.may_have_forgotten("s", "e2") && !a.may_have_forgotten("s", "e84"));
+        // Version 8 never omits ids; no session omits ids past its head.
+        let mut v8 = forgetful.clone();
+        v8[MAGIC.len()] = 8;
+        assert!(Checker::restore(Validator::default(), &v8).is_none());
+        let mut past = forgetful.clone();
+        let key = b"\"idsBefore\":82";
+        let at = past.windows(key.len()).position(|w| w == key).unwrap();
+        past[at + key.len() - 2..at + key.len()].copy_from_slice(b"99");
+        assert!(Checker::restore(Validator::default(), &past).is_none());
+        past[at + key.len() - 2..at + key.len()].copy_from_slice(b"81");
+        assert!(Checker::restore(Validator::default(), &past).is_some());
     }
 }
