@@ -1,5 +1,6 @@
 //! The checker's own snapshot size and restore time for one long session,
-//! without a store or a digest: what `Checker::snapshot` writes and the
+//! without a store or a digest: what `Checker::snapshot` (every eventId
+//! kept) and `Checker::snapshot_for_store` (the engine's) write and the
 //! best of five `Checker::restore`s (`NARAD_BENCH_RESTORES=50`: of fifty,
 //! to profile them). The two corpora of narad-engine's `hydrate` bench:
 //!
@@ -105,21 +106,30 @@ fn measure(corpus: &str, n: u64, restores: usize) {
         };
         c.push_bytes(&ev).unwrap();
     }
-    let t = Instant::now();
-    let snap = c.snapshot();
-    let write = t.elapsed();
-    let mut best = Duration::MAX;
-    for _ in 0..restores {
+    // `snapshot` keeps every eventId; `for-store` is the engine's, which
+    // leaves them to the store (`Checker::snapshot_for_store`).
+    type Write = fn(&Checker) -> Vec<u8>;
+    let kinds: [(&str, Write); 2] = [
+        ("snapshot", Checker::snapshot),
+        ("for-store", Checker::snapshot_for_store),
+    ];
+    for (kind, write_it) in kinds {
         let t = Instant::now();
-        let r = Checker::restore(Validator::default(), &snap).unwrap();
-        best = best.min(t.elapsed());
-        assert_eq!(r.session_head("s"), Some(n));
+        let snap = write_it(&c);
+        let write = t.elapsed();
+        let mut best = Duration::MAX;
+        for _ in 0..restores {
+            let t = Instant::now();
+            let r = Checker::restore(Validator::default(), &snap).unwrap();
+            best = best.min(t.elapsed());
+            assert_eq!(r.session_head("s"), Some(n));
+        }
+        println!(
+            "{kind:9} {corpus:8} {n:>8} events: {:>10} bytes ({:>5.1} B/event); write {:>7.1} ms; restore {:>7.1} ms",
+            snap.len(),
+            snap.len() as f64 / n as f64,
+            write.as_secs_f64() * 1e3,
+            best.as_secs_f64() * 1e3,
+        );
     }
-    println!(
-        "snapshot {corpus:8} {n:>8} events: {:>10} bytes ({:>5.1} B/event); write {:>7.1} ms; restore {:>7.1} ms",
-        snap.len(),
-        snap.len() as f64 / n as f64,
-        write.as_secs_f64() * 1e3,
-        best.as_secs_f64() * 1e3,
-    );
 }
