@@ -142,8 +142,9 @@ pub async fn a_row_copied_over_later_rows_is_corrupt_not_a_loop<S, F, Fut>(
     s.close().await.unwrap();
 }
 
-/// Suite case: a session holding another session's bytes, and a row that
-/// is no event at all, are refused where they are.
+/// Suite case: a session holding another session's bytes, a row that is
+/// no event at all, and a row whose event is not the one its eventId index
+/// names are refused where they are.
 pub async fn foreign_and_unreadable_rows_are_corrupt<S, F, Fut>(
     dir: &Path,
     open: F,
@@ -155,7 +156,7 @@ pub async fn foreign_and_unreadable_rows_are_corrupt<S, F, Fut>(
 {
     let path = dir.join("store");
     let s = open(path.clone()).await.unwrap();
-    for sid in ["a", "b", "c"] {
+    for sid in ["a", "b", "c", "d"] {
         let evs = (1..=3).map(|i| event(sid, i, "a")).collect();
         s.append(batch(sid, 0, evs)).await.unwrap();
     }
@@ -164,7 +165,30 @@ pub async fn foreign_and_unreadable_rows_are_corrupt<S, F, Fut>(
     drop(s);
     tamper.put_row(&path, "b", 2, &a2);
     tamper.put_row(&path, "c", 3, b"\xff not an event");
+    // A row rewritten with another event of its own position: the eventId
+    // index still names the old id.
+    tamper.put_row(&path, "d", 3, &event("d", 3, "z").bytes);
     let s = open(path).await.unwrap();
+    let id = |sid: &str, seq: u64| event(sid, seq, "a").event_id;
+    assert_corrupt(
+        s.find_events("b", &[id("b", 2).as_str()]).await,
+        Damage::ForeignSession,
+        "b",
+        2,
+    );
+    assert_corrupt(
+        s.find_events("c", &[id("c", 3).as_str()]).await,
+        Damage::Unreadable,
+        "c",
+        3,
+    );
+    assert_corrupt(
+        s.find_events("d", &[id("d", 1).as_str(), id("d", 3).as_str()])
+            .await,
+        Damage::WrongEventId,
+        "d",
+        3,
+    );
     assert_eq!(s.read_session("a", 0, 10).await.unwrap().events.len(), 3);
     assert_corrupt(
         s.read_session("b", 0, 10).await,
