@@ -212,6 +212,25 @@ impl<S: Store + 'static> Engine<S> {
             batch.events.last().and_then(crate::index::event_time),
         );
         batch.side.push(entry.write()?);
+        // A long import carries reducer snapshots as commands do, so the
+        // session it made hydrates from one rather than replaying it all.
+        let every = self.inner.config.snapshot_every;
+        let snapshot = every > 0 && j.head + n - j.snapshot_head >= every;
+        if snapshot {
+            let pending = batch.events.clone();
+            let (back, bytes) = j
+                .off_thread(move |j| j.encode_snapshot(&pending))
+                .await
+                .ok_or_else(|| {
+                    EngineError::Store(StoreError::Backend(
+                        "encoding the session's snapshot failed".into(),
+                    ))
+                })?;
+            j = back;
+            batch
+                .side
+                .push(side(SideSpace::Snapshot, &j.session_id, Expect::Any, bytes));
+        }
         // The chain of covered bytes advances with the batch; on failure
         // this journal is dropped and reloaded.
         j.appended(&batch.events);
@@ -222,6 +241,9 @@ impl<S: Store + 'static> Engine<S> {
             return Ok((None, 0));
         }
         j.head = appended.head;
+        if snapshot {
+            j.snapshot_head = appended.head;
+        }
         Ok((Some(j), n))
     }
 

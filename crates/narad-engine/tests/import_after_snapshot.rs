@@ -1,5 +1,5 @@
-//! An import into a session restored from its snapshot, on redb, SQLite
-//! and PostgreSQL. The engine's snapshots keep no eventIds (the store
+//! An import into a session restored from its snapshot, and the
+//! snapshots a long import writes, on redb, SQLite and PostgreSQL. The engine's snapshots keep no eventIds (the store
 //! does), so the restored checker recalls the stored events an import
 //! names: a rerun appends nothing, and an old id with other data is
 //! refused as it is by a checker that replayed the whole journal.
@@ -122,11 +122,57 @@ where
     e.store().close().await.unwrap();
 }
 
+/// An engine over `store` writing a reducer snapshot every 10 events.
+fn snapshotting<S: Store + 'static>(store: S) -> Engine<S> {
+    use std::sync::Arc;
+    Engine::with_host(
+        store,
+        Arc::new(narad_engine::ManualClock::at_unix(1_780_000_000)),
+        Arc::new(narad_engine::SequentialIds::default()),
+        Arc::new(narad_engine::AllowAll),
+        narad_engine::EngineConfig {
+            snapshot_every: 10,
+            ..Default::default()
+        },
+    )
+}
+
+/// An import long enough writes reducer snapshots as commands do: a
+/// fresh engine hydrates the session from the last one, and a rerun over
+/// it appends nothing.
+async fn long_import<S, F, Fut>(open: F)
+where
+    S: Store + 'static,
+    F: Fn() -> Fut,
+    Fut: Future<Output = S>,
+{
+    let j = journal("long", 30);
+    let e = snapshotting(open().await);
+    e.import(&me(), &j[..7]).await.unwrap();
+    let snapshot = || async { e.store().side(SideSpace::Snapshot, "long").await.unwrap() };
+    assert!(snapshot().await.is_none());
+    for slice in j[7..].chunks(7) {
+        e.import(&me(), slice).await.unwrap();
+    }
+    assert!(snapshot().await.is_some());
+    e.store().close().await.unwrap();
+    drop(e);
+    let e = snapshotting(open().await);
+    assert_eq!(e.import(&me(), &j).await.unwrap().1, 0);
+    let stats = e.stats();
+    assert_eq!((stats.hydrations, stats.from_snapshot), (1, 1));
+    assert_eq!(common::journal(&e, "long").await, j);
+    common::assert_valid(&e, "long").await;
+    e.store().close().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_redb() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.redb");
     scenario(|| async { narad_store_redb::RedbStore::open(&path).await.unwrap() }).await;
+    let path = dir.path().join("b.redb");
+    long_import(|| async { narad_store_redb::RedbStore::open(&path).await.unwrap() }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,6 +180,8 @@ async fn on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.db");
     scenario(|| async { narad_store_sqlite::SqliteStore::open(&path).await.unwrap() }).await;
+    let path = dir.path().join("b.db");
+    long_import(|| async { narad_store_sqlite::SqliteStore::open(&path).await.unwrap() }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -143,6 +191,13 @@ async fn on_postgres() {
     };
     let schema = format!("import_snap_{}", std::process::id());
     scenario(|| async {
+        narad_store_postgres::PostgresStore::open(&url, &schema)
+            .await
+            .unwrap()
+    })
+    .await;
+    let schema = format!("import_long_{}", std::process::id());
+    long_import(|| async {
         narad_store_postgres::PostgresStore::open(&url, &schema)
             .await
             .unwrap()
