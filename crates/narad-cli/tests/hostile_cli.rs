@@ -125,14 +125,17 @@ fn a_closed_pipe_ends_every_command_quietly() {
     let dir = tempfile::tempdir().unwrap();
     let (store, file) = small_store(&dir);
     for args in every_command(&store, &file) {
-        let mut child = bounded(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take()); // the reader goes before the first write
-        let out = child.wait_with_output().unwrap();
+        // Alone: no other test's starting child may hold the pipe's reader.
+        let out = common::alone(|| {
+            let mut child = bounded(&args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            drop(child.stdout.take()); // the reader goes before the first write
+            child.wait_with_output().unwrap()
+        });
         let err = String::from_utf8_lossy(&out.stderr);
         no_panic(&err);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
@@ -229,12 +232,12 @@ fn two_concurrent_identical_imports_both_succeed() {
     let store = url(&dir, "s.sqlite");
     for round in 0..3 {
         let spawn = || {
-            bounded(&["import", "--store", &store, &f])
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
+            common::spawn(
+                bounded(&["import", "--store", &store, &f])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped()),
+            )
         };
         let (a, b) = (spawn(), spawn());
         for child in [a, b] {

@@ -24,13 +24,35 @@ pub fn bounded(args: &[&str]) -> Command {
     c
 }
 
+/// Held (shared) while a test of this process starts or runs a child, and
+/// (exclusive) by a test whose child must be the only holder of its pipes.
+/// Between fork and exec a starting child holds a copy of every open
+/// descriptor, so a pipe whose reader a test closed can still have one
+/// there, and a write the test expects to fail with EPIPE succeeds.
+static SPAWNING: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Starts `c` while no test holds [`SPAWNING`] alone.
+pub fn spawn(c: &mut Command) -> std::process::Child {
+    let _shared = SPAWNING.read().unwrap_or_else(|e| e.into_inner());
+    c.spawn().unwrap()
+}
+
+/// Runs `f` while no other test of this process starts a child.
+pub fn alone<T>(f: impl FnOnce() -> T) -> T {
+    let _alone = SPAWNING.write().unwrap_or_else(|e| e.into_inner());
+    f()
+}
+
 /// Runs `c` to its end: `(exit code, stdout, stderr)`.
 pub fn run(mut c: Command) -> (i32, String, String) {
     let Output {
         status,
         stdout,
         stderr,
-    } = c.stdin(Stdio::null()).output().unwrap();
+    } = {
+        let _shared = SPAWNING.read().unwrap_or_else(|e| e.into_inner());
+        c.stdin(Stdio::null()).output().unwrap()
+    };
     (
         status.code().unwrap_or(-1),
         String::from_utf8_lossy(&stdout).into_owned(),
