@@ -167,13 +167,16 @@ async fn an_append_whose_connection_dies_is_applied_exactly_once_on_redelivery()
     let mut killed = 0;
     // Bounded wait (30 s): a loaded machine may take a while to reach the lock.
     for _ in 0..1500 {
-        // Only this test's schema: the three-process test in this binary
-        // runs at once, and its appends wait on their own head rows.
+        // Only the backend this connection's lock blocks: the
+        // three-process test in this binary runs at once, and its appends
+        // wait on their own head rows. (Matching the waiting statement's
+        // text failed once under load: the blocked backend still showed
+        // its previous statement, `COMMIT`.)
         let row = blocker
             .query_one(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-                 WHERE wait_event_type = 'Lock' AND query LIKE $1 AND pid <> pg_backend_pid()",
-                &[&format!("%INSERT INTO {schema}.heads%")],
+                 WHERE pid <> pg_backend_pid() AND pg_backend_pid() = ANY(pg_blocking_pids(pid))",
+                &[],
             )
             .await
             .unwrap();
