@@ -76,6 +76,7 @@ async def run(url: str, n: int) -> None:
         return item
 
     await measured("attach (first item)", attach_first)
+    await measured("hydrate_records()", lambda: e.hydrate_records(sid))
     await measured("history (1000 events)", lambda: e.history(sid))
     await measured(f"state_at({n // 2})", lambda: e.state_at(sid, n // 2))
     await measured(f"fork (through {n})", lambda: e.fork(sid, n))

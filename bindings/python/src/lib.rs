@@ -34,6 +34,7 @@ mod host;
 mod lifecycle;
 mod protocol;
 mod records;
+mod split;
 mod state;
 mod streams;
 

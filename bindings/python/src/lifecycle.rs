@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use narad_engine::{
     EngineError, RetentionPolicy, SessionEntry, SessionQuery, SessionStatus, TimerKind,
 };
@@ -248,7 +250,12 @@ fn import_records<'py>(
     spawn_on_worker(py, async move { e.import(&p, &records).await })
 }
 
-/// Hydrate records at the head: `(head, [bytes])`.
+/// One hydrate record for Python: `(bytes, [])`, or its large top-level
+/// arrays split out (`crate::split`): `(base, [(key, items, ends)])`.
+type SplitRecord = (Raw, Vec<(String, Raw, Raw)>);
+
+/// Hydrate records at the head: `(head, [record])`, each split on the
+/// blocking pool so that Python parses a long one between loop turns.
 #[pyfunction]
 fn hydrate_records<'py>(
     py: Python<'py>,
@@ -258,7 +265,25 @@ fn hydrate_records<'py>(
     let (e, p) = engine.get()?;
     spawn_on_worker(py, async move {
         let (head, recs) = e.hydrate_records(&p, &session_id).await?;
-        Ok::<_, EngineError>((head, recs.into_iter().map(Raw).collect::<Vec<_>>()))
+        let split = move || -> Vec<SplitRecord> {
+            let raw = |b: Vec<u8>| Raw(Bytes::from(b));
+            recs.into_iter()
+                .map(|r| match crate::split::split(&r) {
+                    Some(s) => {
+                        let arrays = s.arrays.into_iter();
+                        let arrays = arrays.map(|(k, items, ends)| (k, raw(items), raw(ends)));
+                        (raw(s.base), arrays.collect())
+                    }
+                    None => (Raw(r), Vec::new()),
+                })
+                .collect()
+        };
+        let recs = tokio::task::spawn_blocking(split).await.map_err(|_| {
+            EngineError::Store(narad_store::StoreError::Backend(
+                "splitting the hydrate records failed".into(),
+            ))
+        })?;
+        Ok::<_, EngineError>((head, recs))
     })
 }
 

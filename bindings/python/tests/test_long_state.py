@@ -113,6 +113,54 @@ async def test_attach_to_a_long_session_renders_its_hydrate_on_a_worker(url):
     await e.close()
 
 
+async def test_hydrate_records_of_a_long_session_are_parsed_in_slices(url, monkeypatch):
+    # The messages of a long `messages.snapshot` are parsed a slice per
+    # loop turn (parses counted, not timed), and the records equal the
+    # exact bytes' parse, keys in their order.
+    e = await narad.Engine.open(url)
+    sid, n = "session-long", 3 * SLICE + 5
+    recs = _records(sid, n)
+    recs[1] = recs[1].replace(b"message 1", "é \\\"q\\\" \\n \\u2713 😀".encode())
+    await e.import_records(recs)
+    parsed, real_loads = [0], json.loads
+
+    def counted(s: object, *a: object, **k: object) -> object:
+        parsed[0] += 1
+        return real_loads(s, *a, **k)  # type: ignore[arg-type]
+
+    most, stop = [0], asyncio.Event()
+
+    async def other_task() -> None:
+        last = parsed[0]
+        while not stop.is_set():
+            await asyncio.sleep(0)
+            most[0] = max(most[0], parsed[0] - last)
+            last = parsed[0]
+
+    monkeypatch.setattr(json, "loads", counted)
+    task = asyncio.create_task(other_task())
+    await asyncio.sleep(0)
+    head, records = await e.hydrate_records(sid)
+    stop.set()
+    await task
+    monkeypatch.undo()
+    # The base, then one parse per slice, with the loop turning between.
+    assert head == n and parsed[0] == 1 + -(-n // SLICE)
+    assert most[0] == 1
+    att = e.attach(sid)
+    first = await att.__anext__()
+    await att.aclose()
+    assert first.type == "messages.snapshot"
+    want = json.loads(first.raw)
+    # Each hydrate is rendered afresh: its own snapshotId and timestamp.
+    for fresh in ("snapshotId", "timestamp"):
+        want[fresh] = records[0][fresh]
+    assert records[0] == want and list(records[0]) == list(want)
+    assert records[0]["messages"][1]["content"] == "é \"q\" \n ✓ 😀"
+    assert len(records[0]["messages"]) == n
+    await e.close()
+
+
 async def test_a_history_page_is_read_on_a_worker_and_parsed_on_use(url):
     e = await narad.Engine.open(url)
     sid, n = "session-long", 3 * SLICE

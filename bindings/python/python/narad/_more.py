@@ -18,6 +18,29 @@ from ._state import Deleted, PruneReport, SessionEntry, SessionPage, SessionStat
 Time = Union[None, float, int, _dt.datetime]
 
 
+#: Items of a split-out array parsed per turn of the event loop.
+_SLICE = 512
+
+
+async def _parse_split(base: bytes, arrays: List[Tuple[str, bytes, bytes]]) -> Dict[str, Any]:
+    """A record the extension split: ``base`` is its JSON with ``null`` in
+    place of each large top-level array, and each array comes as its key,
+    its items' bytes joined by commas and their end offsets (native
+    ``u64``). Each slice of items is one ``json.loads``, then the loop runs."""
+    rec: Dict[str, Any] = json.loads(base)
+    for key, blob, ends in arrays:
+        offsets = memoryview(ends).cast("Q")
+        items: List[Any] = []
+        start = 0
+        for at in range(0, len(offsets), _SLICE):
+            await asyncio.sleep(0)
+            end = offsets[min(at + _SLICE, len(offsets)) - 1]
+            items += json.loads(b"[" + blob[start:end] + b"]")
+            start = end + 1
+        rec[key] = items
+    return rec
+
+
 def _posix(t: Time) -> Optional[float]:
     if t is None:
         return None
@@ -148,9 +171,11 @@ class _LifecycleMixin:
 
     async def hydrate_records(self, session_id: str) -> Tuple[int, List[Dict[str, Any]]]:
         """Hydrate records at the head (``messages.snapshot``,
-        ``graph.snapshot``): ``(head, records)``."""
+        ``graph.snapshot``): ``(head, records)``. A long record's arrays
+        are parsed a slice at a time, letting the event loop run between
+        slices."""
         head, recs = await _native.hydrate_records(self._native, session_id)
-        return head, [json.loads(r) for r in recs]
+        return head, [await _parse_split(base, arrays) for base, arrays in recs]
 
     async def fire_due_timers(self) -> Dict[str, Any]:
         """One pass of the timer driver: expiries, automatic resumes,
