@@ -239,14 +239,48 @@ fn fork<'py>(
     spawn_on_worker(py, async move { e.fork(&p, &session_id, through).await })
 }
 
-/// Imports the records of one session: `(sessionId, appended)`.
+/// The records of one `import_records` call, copied in a slice at a time
+/// by the caller (a loop turn between slices), so a long journal is never
+/// copied in one go on the loop.
+#[pyclass(module = "narad._native")]
+#[derive(Default)]
+pub struct ImportBuffer(std::sync::Mutex<Vec<Vec<u8>>>);
+
+impl ImportBuffer {
+    fn records(&self) -> std::sync::MutexGuard<'_, Vec<Vec<u8>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[pymethods]
+impl ImportBuffer {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends copies of `records`.
+    fn extend(&self, records: Vec<Vec<u8>>) {
+        self.records().extend(records);
+    }
+
+    fn __len__(&self) -> usize {
+        self.records().len()
+    }
+}
+
+/// Imports the records `buffer` holds (it is left empty): `(sessionId,
+/// appended)`.
 #[pyfunction]
 fn import_records<'py>(
     py: Python<'py>,
     engine: &NativeEngine,
-    records: Vec<Vec<u8>>,
+    buffer: &ImportBuffer,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (e, p) = engine.get()?;
+    let records = std::mem::take(&mut *buffer.records());
     spawn_on_worker(py, async move { e.import(&p, &records).await })
 }
 
@@ -357,6 +391,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_retention, m)?)?;
     m.add_function(wrap_pyfunction!(state_at, m)?)?;
     m.add_function(wrap_pyfunction!(fork, m)?)?;
+    m.add_class::<ImportBuffer>()?;
     m.add_function(wrap_pyfunction!(import_records, m)?)?;
     m.add_function(wrap_pyfunction!(hydrate_records, m)?)?;
     m.add_function(wrap_pyfunction!(fire_due_timers, m)?)?;

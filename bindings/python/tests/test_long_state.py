@@ -6,10 +6,11 @@ import asyncio
 import json
 
 import narad
-from narad import _native, _state
+from narad import _more, _native, _state
 
 SPAWNED, INLINE_READY, INLINE_PENDING = "spawned", "inline_ready", "inline_pending"
 SLICE = 512  # the extension's SLICE_ITEMS
+IMPORT_SLICE = 4096  # records import_records copies per loop turn
 
 
 def _started_on_a_worker(before: dict, after: dict) -> None:
@@ -158,6 +159,38 @@ async def test_hydrate_records_of_a_long_session_are_parsed_in_slices(url, monke
     assert records[0] == want and list(records[0]) == list(want)
     assert records[0]["messages"][1]["content"] == "é \"q\" \n ✓ 😀"
     assert len(records[0]["messages"]) == n
+    await e.close()
+
+
+async def test_a_long_import_is_copied_in_slices_with_the_loop_running_between(url, monkeypatch):
+    e = await narad.Engine.open(url)
+    sid, n = "session-long", 2 * IMPORT_SLICE + 5
+    recs: list = _records(sid, n)
+    recs[0], recs[1] = bytearray(recs[0]), memoryview(recs[1])  # bytes-like, as before
+    copied = [0]
+
+    def counted(r: object) -> bytes:
+        copied[0] += 1
+        return bytes(r)  # type: ignore[call-overload]
+
+    most, stop = [0], asyncio.Event()
+
+    async def other_task() -> None:
+        last = copied[0]
+        while not stop.is_set():
+            await asyncio.sleep(0)
+            most[0] = max(most[0], copied[0] - last)
+            last = copied[0]
+
+    monkeypatch.setattr(_more, "bytes", counted, raising=False)
+    task = asyncio.create_task(other_task())
+    await asyncio.sleep(0)
+    assert await e.import_records(recs) == (sid, n)
+    stop.set()
+    await task
+    assert copied[0] == n and most[0] == IMPORT_SLICE
+    assert await e.import_records(iter(recs)) == (sid, 0)  # any iterable; a rerun appends nothing
+    assert len((await e.state(sid)).transcript) == n
     await e.close()
 
 

@@ -20,6 +20,8 @@ Time = Union[None, float, int, _dt.datetime]
 
 #: Items of a split-out array parsed per turn of the event loop.
 _SLICE = 512
+#: Records ``import_records`` copies into the extension per loop turn.
+_IMPORT_SLICE = 4096
 
 
 async def _parse_split(base: bytes, arrays: List[Tuple[str, bytes, bytes]]) -> Dict[str, Any]:
@@ -165,8 +167,19 @@ class _LifecycleMixin:
     async def import_records(self, records: Iterable[bytes]) -> Tuple[str, int]:
         """Imports one session's JSONL records (bytes, in order), checked and
         appended in one batch; redeliveries are recognized. Returns
-        ``(session_id, events appended)``."""
-        sid, n = await _native.import_records(self._native, [bytes(r) for r in records])
+        ``(session_id, events appended)``. A long journal is copied into
+        the extension a slice at a time, letting the event loop run between
+        slices."""
+        buffer = _native.ImportBuffer()
+        chunk: List[bytes] = []
+        for r in records:
+            chunk.append(bytes(r))
+            if len(chunk) == _IMPORT_SLICE:
+                buffer.extend(chunk)
+                chunk = []
+                await asyncio.sleep(0)
+        buffer.extend(chunk)
+        sid, n = await _native.import_records(self._native, buffer)
         return sid, n
 
     async def hydrate_records(self, session_id: str) -> Tuple[int, List[Dict[str, Any]]]:
