@@ -20,6 +20,32 @@ def _started_on_a_worker(before: dict, after: dict) -> None:
     assert after[INLINE_PENDING] == before[INLINE_PENDING]
 
 
+class _Turns:
+    """Another task, turning beside a call: the most ``counter[0]`` moved
+    between two of its turns (all of it, if the call did its work in one
+    go on the loop)."""
+
+    def __init__(self, counter: list) -> None:
+        self.counter, self.most = counter, 0
+        self._stop = asyncio.Event()
+
+    async def _turn(self) -> None:
+        last = self.counter[0]
+        while not self._stop.is_set():
+            await asyncio.sleep(0)
+            self.most = max(self.most, self.counter[0] - last)
+            last = self.counter[0]
+
+    async def __aenter__(self) -> "_Turns":
+        self._task = asyncio.create_task(self._turn())
+        await asyncio.sleep(0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._stop.set()
+        await self._task
+
+
 def _records(sid: str, n: int) -> list:
     return [json.dumps({
         "content": f"message {i}", "eventId": f"evt-{i}", "messageId": f"msg-{i}",
@@ -42,28 +68,14 @@ async def test_a_long_transcript_is_built_in_slices_with_the_loop_running_betwee
             super().__init__(*a)
 
     monkeypatch.setattr(_state, "Message", Counted)
-    # Another task records how many messages were built between two of its
-    # turns: with the whole transcript built in one go, that is all of it.
-    most, stop = [0], asyncio.Event()
-
-    async def other_task() -> None:
-        last = built[0]
-        while not stop.is_set():
-            await asyncio.sleep(0)
-            most[0] = max(most[0], built[0] - last)
-            last = built[0]
-
-    task = asyncio.create_task(other_task())
-    await asyncio.sleep(0)
-    before = _native._bridge_stats()
-    st = await e.state(sid)
-    after = _native._bridge_stats()
-    stop.set()
-    await task
+    async with _Turns(built) as turns:
+        before = _native._bridge_stats()
+        st = await e.state(sid)
+        after = _native._bridge_stats()
 
     assert [m.content for m in st.transcript] == [f"message {i}" for i in range(n)]
     assert built[0] == n
-    assert 0 < most[0] <= SLICE
+    assert 0 < turns.most <= SLICE
     # The engine's call started on a worker, not with a poll on the loop.
     _started_on_a_worker(before, after)
     await e.close()
@@ -129,25 +141,13 @@ async def test_hydrate_records_of_a_long_session_are_parsed_in_slices(url, monke
         parsed[0] += 1
         return real_loads(s, *a, **k)  # type: ignore[arg-type]
 
-    most, stop = [0], asyncio.Event()
-
-    async def other_task() -> None:
-        last = parsed[0]
-        while not stop.is_set():
-            await asyncio.sleep(0)
-            most[0] = max(most[0], parsed[0] - last)
-            last = parsed[0]
-
     monkeypatch.setattr(json, "loads", counted)
-    task = asyncio.create_task(other_task())
-    await asyncio.sleep(0)
-    head, records = await e.hydrate_records(sid)
-    stop.set()
-    await task
+    async with _Turns(parsed) as turns:
+        head, records = await e.hydrate_records(sid)
     monkeypatch.undo()
     # The base, then one parse per slice, with the loop turning between.
     assert head == n and parsed[0] == 1 + -(-n // SLICE)
-    assert most[0] == 1
+    assert turns.most == 1
     att = e.attach(sid)
     first = await att.__anext__()
     await att.aclose()
@@ -173,22 +173,10 @@ async def test_a_long_import_is_copied_in_slices_with_the_loop_running_between(u
         copied[0] += 1
         return bytes(r)  # type: ignore[call-overload]
 
-    most, stop = [0], asyncio.Event()
-
-    async def other_task() -> None:
-        last = copied[0]
-        while not stop.is_set():
-            await asyncio.sleep(0)
-            most[0] = max(most[0], copied[0] - last)
-            last = copied[0]
-
     monkeypatch.setattr(_more, "bytes", counted, raising=False)
-    task = asyncio.create_task(other_task())
-    await asyncio.sleep(0)
-    assert await e.import_records(recs) == (sid, n)
-    stop.set()
-    await task
-    assert copied[0] == n and most[0] == IMPORT_SLICE
+    async with _Turns(copied) as turns:
+        assert await e.import_records(recs) == (sid, n)
+    assert copied[0] == n and turns.most == IMPORT_SLICE
     assert await e.import_records(iter(recs)) == (sid, 0)  # any iterable; a rerun appends nothing
     assert len((await e.state(sid)).transcript) == n
     await e.close()
