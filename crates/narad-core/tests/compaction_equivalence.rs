@@ -295,11 +295,17 @@ fn run(ops: &[Op], core_only: bool, restore_at: Option<usize>) -> Result<(), Tes
 }
 
 /// [`run`] restoring at `restore_at` from [`Checker::snapshot_for_store`],
-/// which keeps no eventId: before each push the test plays the host, whose
-/// store (here the records the reference accepted, by session and
-/// eventId) answers what the restored checker may have forgotten. The
-/// verdicts and reads are the reference's.
-fn run_forgetting(ops: &[Op], core_only: bool, restore_at: usize) -> Result<(), TestCaseError> {
+/// which keeps no eventId (or, with `restore` false, forgetting the
+/// eventIds in place there: [`Checker::forget_event_ids`]): before each
+/// push the test plays the host, whose store (here the records the
+/// reference accepted, by session and eventId) answers what the checker
+/// may have forgotten. The verdicts and reads are the reference's.
+fn run_forgetting(
+    ops: &[Op],
+    core_only: bool,
+    restore_at: usize,
+    restore: bool,
+) -> Result<(), TestCaseError> {
     let mut reference = Checker::new(validator(core_only)).with_full_history();
     let mut compact = Checker::new(validator(core_only));
     let mut store: std::collections::HashMap<(String, String), Vec<u8>> = Default::default();
@@ -309,9 +315,11 @@ fn run_forgetting(ops: &[Op], core_only: bool, restore_at: usize) -> Result<(), 
         tools: Vec::new(),
     };
     for (i, o) in ops.iter().enumerate() {
-        if i == restore_at {
+        if i == restore_at && restore {
             compact = Checker::restore(validator(core_only), &compact.snapshot_for_store())
                 .expect("a snapshot restores");
+        } else if i == restore_at {
+            compact.forget_event_ids();
         }
         let Some(bytes) = g.record(&reference, o) else {
             continue;
@@ -355,8 +363,9 @@ proptest! {
         ops in prop::collection::vec(op(), 1..120),
         at in 0usize..120,
         core_only in any::<bool>(),
+        restore in any::<bool>(),
     ) {
-        run_forgetting(&ops, core_only, at)?;
+        run_forgetting(&ops, core_only, at, restore)?;
     }
 
     #[test]

@@ -325,7 +325,7 @@ impl<S: Store + 'static> Engine<S> {
                         j.appended(&events);
                         j.head = done.head;
                         if snapshot {
-                            j.snapshot_head = done.head;
+                            j.snapshotted(done.head);
                         }
                     }
                     *slot = held;

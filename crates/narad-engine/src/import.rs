@@ -242,7 +242,7 @@ impl<S: Store + 'static> Engine<S> {
         }
         j.head = appended.head;
         if snapshot {
-            j.snapshot_head = appended.head;
+            j.snapshotted(appended.head);
         }
         Ok((Some(j), n))
     }

@@ -269,6 +269,15 @@ impl Journal {
         .await
     }
 
+    /// Records that a snapshot at `head` is stored beside the journal. The
+    /// checker forgets the eventIds it holds: the store keeps them, and an
+    /// import recalls the ones it needs (`Engine::import`), so a session
+    /// cached for long holds a dedup entry only for the events since.
+    pub fn snapshotted(&mut self, head: u64) {
+        self.snapshot_head = head;
+        self.checker.forget_event_ids();
+    }
+
     /// Records that `events` were appended: the head and the digest move on.
     pub fn appended(&mut self, events: &[StoredEvent]) {
         for ev in events {
@@ -361,6 +370,8 @@ impl Journal {
     /// Rebuilds the session: from its newest snapshot when there is a
     /// usable one, then the journal's tail; else the whole journal. A
     /// snapshot that does not match the journal is logged and ignored.
+    /// The checker keeps no eventId of what it read: the store holds them
+    /// ([`Journal::snapshotted`]).
     pub async fn hydrate<S: Store + ?Sized>(
         store: &S,
         session_id: &str,
@@ -402,6 +413,7 @@ impl Journal {
                 .unwrap_or(usize::MAX)
                 .min(1024);
             if want == 0 {
+                j.checker.forget_event_ids();
                 return Ok(j);
             }
             let page = store.read_session(session_id, j.head, want).await?;
@@ -425,6 +437,7 @@ impl Journal {
                 j
             };
             if last {
+                j.checker.forget_event_ids();
                 return Ok(j);
             }
             if empty {

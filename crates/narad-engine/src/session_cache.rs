@@ -238,7 +238,7 @@ impl<S: Store + 'static> Engine<S> {
         };
         match self.append_resolving(batch).await {
             Ok(_) => {
-                j.snapshot_head = head;
+                j.snapshotted(head);
                 Ok(head)
             }
             Err(e) => {

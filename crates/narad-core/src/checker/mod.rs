@@ -507,6 +507,30 @@ impl Checker {
         snapshot::write(self, snapshot::EventIds::Omitted)
     }
 
+    /// Drops every session's dedup set, as a restore from
+    /// [`Checker::snapshot_for_store`] would: for a host whose store keeps
+    /// each event's id. The ids are recalled as after such a restore
+    /// ([`Checker::may_have_forgotten`], [`Checker::recall`]), so a
+    /// long-lived checker's dedup set holds only the events pushed since.
+    ///
+    /// ```
+    /// use narad_core::checker::{Applied, Checker};
+    ///
+    /// let line = br#"{"type":"run.started","protocolVersion":"narad/v1","eventId":"e1","timestamp":"2026-08-05T00:00:00Z","sessionId":"s","sessionSequence":1,"rootRunId":"r","runId":"r","sequence":1}"#;
+    /// let mut c = Checker::default();
+    /// c.push_bytes(line).unwrap();
+    /// c.forget_event_ids();
+    /// assert!(c.may_have_forgotten("s", "e1"));
+    /// assert!(c.recall("s", line));
+    /// assert_eq!(c.push_bytes(line), Ok(Applied::Duplicate));
+    /// ```
+    pub fn forget_event_ids(&mut self) {
+        for s in self.sessions.values_mut() {
+            s.seen = Seen::default();
+            s.ids_before = s.head;
+        }
+    }
+
     /// Whether `event_id` may be the id of an event of `session_id` that
     /// this checker was restored without ([`Checker::snapshot_for_store`]):
     /// its host looks it up in the store and [`Checker::recall`]s it before
