@@ -283,27 +283,19 @@ impl<S: Store + 'static> Engine<S> {
             }
             let every = self.inner.config.snapshot_every;
             let expected_head = j.head;
-            let mut snapshot = every > 0 && new_head - j.snapshot_head >= every;
+            let mut snapshot = j.snapshot_due(events.len(), every);
             if snapshot {
                 let encoded = match slot.take() {
-                    Some(j) => {
-                        let pending = events.clone();
-                        j.off_thread(move |j| j.encode_snapshot(&pending)).await
-                    }
+                    Some(j) => j.snapshot_write(events.clone()).await,
                     None => None,
                 };
                 // Without it (the journal was lost with a panicked
                 // encoding) the batch goes without a snapshot, and the
                 // session rehydrates after it.
                 snapshot = encoded.is_some();
-                if let Some((j, bytes)) = encoded {
+                if let Some((j, write)) = encoded {
                     *slot = Some(j);
-                    side.push(SideWrite {
-                        space: SideSpace::Snapshot,
-                        key: session_id.to_owned(),
-                        expect: Expect::Any,
-                        value: Some(Bytes::from(bytes)),
-                    });
+                    side.push(write);
                 }
             }
             let batch = Batch {

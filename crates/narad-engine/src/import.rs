@@ -214,12 +214,10 @@ impl<S: Store + 'static> Engine<S> {
         batch.side.push(entry.write()?);
         // A long import carries reducer snapshots as commands do, so the
         // session it made hydrates from one rather than replaying it all.
-        let every = self.inner.config.snapshot_every;
-        let snapshot = every > 0 && j.head + n - j.snapshot_head >= every;
+        let snapshot = j.snapshot_due(batch.events.len(), self.inner.config.snapshot_every);
         if snapshot {
-            let pending = batch.events.clone();
-            let (back, bytes) = j
-                .off_thread(move |j| j.encode_snapshot(&pending))
+            let (back, write) = j
+                .snapshot_write(batch.events.clone())
                 .await
                 .ok_or_else(|| {
                     EngineError::Store(StoreError::Backend(
@@ -227,9 +225,7 @@ impl<S: Store + 'static> Engine<S> {
                     ))
                 })?;
             j = back;
-            batch
-                .side
-                .push(side(SideSpace::Snapshot, &j.session_id, Expect::Any, bytes));
+            batch.side.push(write);
         }
         // The chain of covered bytes advances with the batch; on failure
         // this journal is dropped and reloaded.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use narad_core::checker::{Applied, Checker};
 use narad_core::{Parsed, ProfileSet, Record, Validator, ValidatorConfig, PROTOCOL_VERSION};
-use narad_store::{Store, StoredEvent};
+use narad_store::{Expect, SideSpace, SideWrite, Store, StoredEvent};
 use serde_json::{Map, Value};
 
 use crate::error::EngineError;
@@ -267,6 +267,30 @@ impl Journal {
             (self, out)
         })
         .await
+    }
+
+    /// Whether a batch of `appending` events takes the journal
+    /// `every` events past its last stored snapshot (`0`: never), so the
+    /// batch carries a new one.
+    pub fn snapshot_due(&self, appending: usize, every: u64) -> bool {
+        every > 0 && self.head + appending as u64 - self.snapshot_head >= every
+    }
+
+    /// This journal's snapshot side record once `pending` are appended
+    /// too ([`Journal::encode_snapshot`]), encoded on the blocking pool with
+    /// the journal moved there and back. `None` when the journal was lost
+    /// there (no encoding panics, or the runtime shut down).
+    pub async fn snapshot_write(self, pending: Vec<StoredEvent>) -> Option<(Self, SideWrite)> {
+        let (j, bytes) = self
+            .off_thread(move |j| j.encode_snapshot(&pending))
+            .await?;
+        let write = SideWrite {
+            space: SideSpace::Snapshot,
+            key: j.session_id.clone(),
+            expect: Expect::Any,
+            value: Some(Bytes::from(bytes)),
+        };
+        Some((j, write))
     }
 
     /// Records that a snapshot at `head` is stored beside the journal. The

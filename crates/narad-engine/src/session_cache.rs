@@ -6,8 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use narad_store::{Batch, Expect, SideSpace, SideWrite, Store};
+use narad_store::{Batch, SideSpace, Store};
 
 use crate::engine::{Cell, Engine};
 use crate::error::EngineError;
@@ -218,7 +217,7 @@ impl<S: Store + 'static> Engine<S> {
         let Some(j) = slot.take() else {
             return Err(EngineError::UnknownSession);
         };
-        let Some((j, bytes)) = j.off_thread(|j| j.encode_snapshot(&[])).await else {
+        let Some((j, write)) = j.snapshot_write(Vec::new()).await else {
             return Err(EngineError::Store(narad_store::StoreError::Backend(
                 "encoding the snapshot failed".into(),
             )));
@@ -228,12 +227,7 @@ impl<S: Store + 'static> Engine<S> {
         let batch = Batch {
             session_id: session_id.to_owned(),
             expected_head: head,
-            side: vec![SideWrite {
-                space: SideSpace::Snapshot,
-                key: session_id.to_owned(),
-                expect: Expect::Any,
-                value: Some(Bytes::from(bytes)),
-            }],
+            side: vec![write],
             ..Batch::default()
         };
         match self.append_resolving(batch).await {
