@@ -469,9 +469,7 @@ fn find_events(db: &Database, sid: &str, ids: &[String]) -> Result<Vec<StoredEve
             Bytes::copy_from_slice(bytes.value()),
         )?);
     }
-    found.sort_by_key(|e| e.position.session_sequence);
-    found.dedup_by_key(|e| e.position.session_sequence);
-    Ok(found)
+    Ok(row::in_session_order(found))
 }
 
 fn page_scope(

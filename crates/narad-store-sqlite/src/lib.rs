@@ -455,9 +455,7 @@ impl Store for SqliteStore {
                     )?);
                 }
             }
-            found.sort_by_key(|e| e.position.session_sequence);
-            found.dedup_by_key(|e| e.position.session_sequence);
-            Ok(found)
+            Ok(row::in_session_order(found))
         })
         .await
     }

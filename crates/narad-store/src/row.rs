@@ -171,6 +171,15 @@ pub fn decode_found_event(
     Ok(ev)
 }
 
+/// The events a [`crate::Store::find_events`] found one id at a time, as
+/// it returns them: in session order, each once (an id asked twice finds
+/// its event twice).
+pub fn in_session_order(mut found: Vec<StoredEvent>) -> Vec<StoredEvent> {
+    found.sort_by_key(|e| e.position.session_sequence);
+    found.dedup_by_key(|e| e.position.session_sequence);
+    found
+}
+
 /// Decodes the bytes a run-tree or workflow index read found: as
 /// [`decode_event`], and the event must also sit at `position` of the
 /// scope `scope_id` (run-tree `sequence` under `rootRunId`, or
