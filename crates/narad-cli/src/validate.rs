@@ -50,26 +50,12 @@ pub(crate) fn check_file(path: &Path, validator: Validator) -> Result<Outcome, R
         };
         records += 1;
         if let Err(e) = checker.push_bytes(line) {
-            let reason = format!(
-                "{}: {} (§{})",
-                e.code,
-                strip_code(&e.message, e.code),
-                e.section
-            );
             return Ok(Outcome::Rejected {
                 line: number,
-                reason,
+                reason: e.to_string(),
             });
         }
     }
-}
-
-/// Structural errors already start with their code; do not print it twice.
-fn strip_code<'a>(message: &'a str, code: &str) -> &'a str {
-    message
-        .strip_prefix(code)
-        .and_then(|m| m.strip_prefix(": "))
-        .unwrap_or(message)
 }
 
 /// Runs the command and returns its exit code.

@@ -214,3 +214,24 @@ fn an_ignored_workflow_event_still_counts_in_its_workflow_domain() {
         (Some(2), 2)
     );
 }
+
+/// A refusal's message never repeats its code: the code travels beside it
+/// (the `Rejection`'s own field), and its Display names it once. Both a
+/// record that does not parse and one the rules refuse.
+#[test]
+fn a_rejection_names_its_code_once() {
+    let mut c = Checker::default();
+    let not_json = c.push_bytes(b"{\"type\":").unwrap_err();
+    assert_eq!(not_json.code, "invalid_json");
+    let missing = c.push_bytes(RUN_STARTED.replace(r#""runId":"r","#, "").as_bytes());
+    let missing = missing.unwrap_err();
+    assert_eq!(missing.code, "missing_field");
+    c.push_bytes(RUN_STARTED.as_bytes()).unwrap();
+    let again = RUN_STARTED.replace(r#""eventId":"e1""#, r#""eventId":"e2""#);
+    let again = again.replace(r#""sessionSequence":1"#, r#""sessionSequence":2"#);
+    let rule = c.push_bytes(again.as_bytes()).unwrap_err();
+    for e in [not_json, missing, rule] {
+        assert!(!e.message.contains(e.code), "{e:?}");
+        assert_eq!(e.to_string().matches(e.code).count(), 1, "{e}");
+    }
+}

@@ -513,11 +513,13 @@ impl Checker {
     pub fn push_bytes(&mut self, bytes: &[u8]) -> Result<Applied, Rejection> {
         let index = self.index;
         self.index += 1;
+        // The message is the validator's own, without its code: the
+        // rejection carries the code beside it.
         let parsed = self.validator.parse(bytes).map_err(|e| Rejection {
             index,
             code: e.code.as_str(),
             section: "5",
-            message: e.to_string(),
+            message: e.message,
         })?;
         match parsed {
             Parsed::Ignorable {
