@@ -482,21 +482,28 @@ impl RunGraph {
             return Vec::new();
         }
         self.revision += 1;
-        let patch = if patch {
-            changes.iter().map(|c| self.change(c)).collect()
-        } else {
-            changes.iter().for_each(|c| self.apply_change(c));
-            Vec::new()
-        };
-        if let Some(h) = &mut self.history {
-            h.push((seq, self.revision, changes));
+        if patch {
+            let patch = changes.iter().map(|c| self.change(c)).collect();
+            if let Some(h) = &mut self.history {
+                h.push((seq, self.revision, changes));
+            }
+            return patch;
         }
-        patch
+        if self.history.is_none() {
+            // Nothing keeps the changes: they move in rather than copy.
+            changes.into_iter().for_each(|c| self.apply_change(c));
+        } else {
+            changes.iter().for_each(|c| self.apply_change(c.clone()));
+            if let Some(h) = &mut self.history {
+                h.push((seq, self.revision, changes));
+            }
+        }
+        Vec::new()
     }
 
     /// Applies one change and returns its patch operation.
     fn change(&mut self, c: &Change) -> PatchOp {
-        self.apply_change(c);
+        self.apply_change(c.clone());
         match c {
             Change::Node(n) => add("/nodes/-", to_value(n)),
             Change::Edge(e) => add("/edges/-", to_value(e)),
@@ -510,11 +517,12 @@ impl RunGraph {
     }
 
     /// Applies one change to the nodes, edges and index.
-    fn apply_change(&mut self, c: &Change) {
+    fn apply_change(&mut self, c: Change) {
         match c {
             Change::Node(n) => {
-                push_lean(&mut self.nodes, n.clone());
-                if self.nodes.len() > LINEAR {
+                let id = (self.nodes.len() >= LINEAR).then(|| n.id.clone());
+                push_lean(&mut self.nodes, n);
+                if let Some(id) = id {
                     if self.index.len() + 1 < self.nodes.len() {
                         self.index = self
                             .nodes
@@ -523,14 +531,14 @@ impl RunGraph {
                             .map(|(i, n)| (n.id.clone(), i))
                             .collect();
                     } else {
-                        self.index.insert(n.id.clone(), self.nodes.len() - 1);
+                        self.index.insert(id, self.nodes.len() - 1);
                     }
                 }
             }
-            Change::Edge(e) => push_lean(&mut self.edges, e.clone()),
+            Change::Edge(e) => push_lean(&mut self.edges, e),
             Change::State(i, state) => {
-                if let Some(n) = self.nodes.get_mut(*i) {
-                    n.state = state.clone();
+                if let Some(n) = self.nodes.get_mut(i) {
+                    n.state = state;
                 }
             }
         }

@@ -44,19 +44,21 @@ impl Limits {
     /// Iterative, so hostile nesting cannot overflow the stack. (serde_json
     /// itself refuses nesting past 128 while parsing.)
     pub fn check_value(&self, value: &Value) -> Result<(), ValidationError> {
+        match self.check_flat(value) {
+            Some(checked) => checked,
+            None => self.check_stacked(value),
+        }
+    }
+
+    /// [`Self::check_value`] of any value, with a stack.
+    fn check_stacked(&self, value: &Value) -> Result<(), ValidationError> {
         let mut stack: Vec<(&Value, usize)> = vec![(value, 1)];
         while let Some((v, depth)) = stack.pop() {
             match v {
                 Value::String(s) => self.check_string(s)?,
                 Value::Array(items) => {
                     self.check_depth(depth)?;
-                    if items.len() > self.max_array_len {
-                        return Err(ValidationError::new(
-                            ValidationCode::ArrayTooLong,
-                            None,
-                            format!("an array holds more than {} items", self.max_array_len),
-                        ));
-                    }
+                    self.check_len(items.len())?;
                     stack.extend(items.iter().map(|i| (i, depth + 1)));
                 }
                 Value::Object(map) => {
@@ -70,6 +72,34 @@ impl Limits {
             }
         }
         Ok(())
+    }
+
+    /// [`Self::check_value`] of a scalar, or of a container that holds only
+    /// scalars (most payloads), without the stack: its members in the
+    /// stack's order (the last first), so the same violation is named
+    /// first. `None` for a deeper value.
+    fn check_flat(&self, value: &Value) -> Option<Result<(), ValidationError>> {
+        let scalar = |v: &Value| !matches!(v, Value::Array(_) | Value::Object(_));
+        let check = |v: &Value| match v {
+            Value::String(s) => self.check_string(s),
+            _ => Ok(()),
+        };
+        match value {
+            Value::Array(items) if items.iter().all(scalar) => Some((|| {
+                self.check_depth(1)?;
+                self.check_len(items.len())?;
+                items.iter().rev().try_for_each(check)
+            })()),
+            Value::Object(map) if map.values().all(scalar) => Some((|| {
+                self.check_depth(1)?;
+                // The keys are checked as the object is met, then its
+                // members as they leave the stack, the last first.
+                map.keys().try_for_each(|k| self.check_string(k))?;
+                map.values().rev().try_for_each(check)
+            })()),
+            Value::Array(_) | Value::Object(_) => None,
+            v => Some(check(v)),
+        }
     }
 
     /// The error for JSON nested past what the parser follows
@@ -113,6 +143,17 @@ impl Limits {
         Ok(())
     }
 
+    fn check_len(&self, len: usize) -> Result<(), ValidationError> {
+        if len > self.max_array_len {
+            return Err(ValidationError::new(
+                ValidationCode::ArrayTooLong,
+                None,
+                format!("an array holds more than {} items", self.max_array_len),
+            ));
+        }
+        Ok(())
+    }
+
     fn check_string(&self, s: &str) -> Result<(), ValidationError> {
         if s.len() > self.max_string_bytes {
             return Err(ValidationError::new(
@@ -122,5 +163,48 @@ impl Limits {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The stackless path names the same violation as the stack walk, for
+    /// flat values holding several violations at once, and deeper ones.
+    #[test]
+    fn flat_values_are_checked_as_the_stack_checks_them() {
+        let tight = Limits {
+            max_record_bytes: 512,
+            max_depth: 2,
+            max_string_bytes: 3,
+            max_array_len: 2,
+        };
+        let long = "long";
+        let values = [
+            json!(long),
+            json!(7),
+            json!(null),
+            json!({}),
+            json!([]),
+            json!({"a": long, "b": 1}),
+            json!({"long": "x", "b": long}),
+            json!({"a": "x", "long": 1}),
+            json!([long, 1, 2]),
+            json!(["x", long]),
+            json!([1, 2, 3]),
+            json!({"a": [long], "b": long}),
+            json!({"a": {"b": {"c": 1}}}),
+            json!([[1, 2, 3], long]),
+        ];
+        for limits in [tight, Limits::default()] {
+            for v in &values {
+                assert_eq!(limits.check_value(v), limits.check_stacked(v), "{v}");
+            }
+        }
+        let flat = values.iter().filter(|v| tight.check_flat(v).is_some());
+        assert!(flat.count() >= 10, "most cases take the stackless path");
+        assert!(tight.check_value(&values[6]).is_err());
     }
 }
