@@ -125,9 +125,9 @@ impl StoreUrl {
             Some(("redb", p)) if !p.is_empty() => Ok(Self::Redb(p.to_owned())),
             Some(("sqlite", p)) if !p.is_empty() => Ok(Self::Sqlite(p.to_owned())),
             Some(("redb" | "sqlite", _)) => Err(bad("the path is empty")),
-            Some((scheme, _)) if !scheme.contains('/') && scheme.len() > 1 => Err(bad(
-                "unsupported scheme (use redb:PATH, sqlite:PATH or postgres://…)",
-            )),
+            Some((scheme, _)) if !scheme.contains('/') && scheme.len() > 1 => {
+                Err(bad("unsupported scheme"))
+            }
             _ if url.is_empty() => Err(bad("empty")),
             _ => Err(bad("no scheme (a bare path is not opened as any backend)")),
         }

@@ -37,6 +37,14 @@ pub enum OpenError {
         /// `redb` or `sqlite`.
         backend: &'static str,
     },
+    /// The file backend could not open the file at `path` for another
+    /// reason (permissions, an I/O error): its code is the store error's.
+    Unopenable {
+        /// The file.
+        path: PathBuf,
+        /// What the backend reported.
+        error: StoreError,
+    },
     /// The backend failed otherwise (e.g. the PostgreSQL server).
     Store(StoreError),
 }
@@ -49,7 +57,7 @@ impl OpenError {
             Self::NotFound { .. } => "not_found",
             Self::Locked { .. } => "locked",
             Self::NotAStore { .. } => "not_a_store",
-            Self::Store(e) => e.code(),
+            Self::Unopenable { error, .. } | Self::Store(error) => error.code(),
         }
     }
 }
@@ -70,6 +78,9 @@ impl fmt::Display for OpenError {
             Self::NotAStore { path, backend } => {
                 write!(f, "{} is not a {backend} store", path.display())
             }
+            Self::Unopenable { path, error } => {
+                write!(f, "cannot open {}: {error}", path.display())
+            }
             Self::Store(e) => write!(f, "{e}"),
         }
     }
@@ -81,6 +92,12 @@ impl From<OpenError> for StoreError {
     fn from(e: OpenError) -> Self {
         match e {
             OpenError::Store(e) => e,
+            OpenError::Unopenable { path, error } => match error {
+                StoreError::Backend(why) => {
+                    StoreError::Backend(format!("cannot open {}: {why}", path.display()))
+                }
+                other => other,
+            },
             OpenError::NotFound { path } => StoreError::NotFound {
                 path: path.display().to_string(),
             },
@@ -129,6 +146,12 @@ pub(crate) fn classify(path: &std::path::Path, backend: &'static str, e: StoreEr
         };
         return OpenError::NotFound { path: missing };
     }
+    if path.is_dir() {
+        return OpenError::NotAStore {
+            path: path.to_owned(),
+            backend,
+        };
+    }
     if path.is_file()
         && (text.contains("not a database")
             || text.contains("corrupt")
@@ -141,5 +164,8 @@ pub(crate) fn classify(path: &std::path::Path, backend: &'static str, e: StoreEr
             backend,
         };
     }
-    OpenError::Store(e)
+    OpenError::Unopenable {
+        path: path.to_owned(),
+        error: e,
+    }
 }

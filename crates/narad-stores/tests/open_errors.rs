@@ -14,6 +14,8 @@ async fn open_errors_are_typed_and_name_the_path() {
         assert_eq!(e.code(), "invalid_url", "{url}: {e}");
         assert!(e.to_string().contains("sqlite:PATH"), "{e}");
     }
+    let e = open("mysql://h/db").await.unwrap_err();
+    assert_eq!(e.to_string().matches("sqlite:PATH").count(), 1, "{e}");
     let e = open("sqlite::memory:").await.unwrap_err();
     assert!(e.to_string().contains("in-memory"), "{e}");
 
@@ -57,6 +59,25 @@ async fn open_errors_are_typed_and_name_the_path() {
             },
             "{scheme}: {e}"
         );
+    }
+
+    // A directory is not a store; a device the backend cannot open is
+    // named, with the backend's own code.
+    for (scheme, backend) in [("redb", "redb"), ("sqlite", "sqlite")] {
+        let e = open(&format!("{scheme}:{}", d.path().display()))
+            .await
+            .unwrap_err();
+        let path = d.path().to_owned();
+        assert_eq!(e, OpenError::NotAStore { path, backend }, "{e}");
+        #[cfg(target_os = "linux")]
+        {
+            let e = open_existing(&format!("{scheme}:/dev/null"))
+                .await
+                .unwrap_err();
+            assert!(matches!(e, OpenError::Unopenable { .. }), "{e:?}");
+            assert_eq!(e.code(), "backend");
+            assert!(e.to_string().starts_with("cannot open /dev/null: "), "{e}");
+        }
     }
 
     let held = p("held.redb");
