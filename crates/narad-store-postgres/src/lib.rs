@@ -52,6 +52,46 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
+/// A failed first connection to the server `config` names: where, as
+/// `postgres://USER@HOST:PORT/DB` (no password), and the innermost cause.
+fn unreachable(
+    config: &tokio_postgres::Config,
+    e: &(dyn std::error::Error + 'static),
+) -> StoreError {
+    use tokio_postgres::config::Host;
+    let ports = config.get_ports();
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            // tokio-postgres's rule: one port serves every host.
+            let port = match ports {
+                [one] => *one,
+                _ => ports.get(i).copied().unwrap_or(5432),
+            };
+            (h, port)
+        })
+        .map(|(h, port)| match h {
+            Host::Tcp(name) => format!("{name}:{port}"),
+            Host::Unix(dir) => format!("{}:{port}", dir.display()),
+        })
+        .collect();
+    let user = config
+        .get_user()
+        .map(|u| format!("{u}@"))
+        .unwrap_or_default();
+    let db = config.get_dbname().unwrap_or_default();
+    let mut cause = e;
+    while let Some(inner) = cause.source() {
+        cause = inner;
+    }
+    StoreError::Backend(format!(
+        "cannot connect to postgres://{user}{}/{db}: {cause}",
+        hosts.join(",")
+    ))
+}
+
 /// Column `i` of a row; a value of another type than the layout's (a
 /// damaged or hand-altered table) is [`StoreError::Corrupt`], never a panic.
 fn col<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, i: usize) -> Result<T, StoreError> {
@@ -117,8 +157,10 @@ impl PostgresStore {
             .max_size(16)
             .build()
             .map_err(backend)?;
+        // The first connection names the server it could not reach (and
+        // why, from the innermost cause), never the password.
+        let c = pool.get().await.map_err(|e| unreachable(&config, &e))?;
         if !create {
-            let c = pool.get().await.map_err(backend)?;
             let meta = format!("{schema}.meta");
             let row = c
                 .query_one("SELECT to_regclass($1)::TEXT", &[&meta])
@@ -130,6 +172,7 @@ impl PostgresStore {
                 });
             }
         }
+        drop(c);
         migrate(&pool, schema).await?;
         let announcer = Announcer::default();
         let (listening, ready) = tokio::sync::oneshot::channel();
