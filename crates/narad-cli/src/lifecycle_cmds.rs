@@ -7,12 +7,8 @@ use narad_store::Store;
 use narad_stores::AnyStore;
 use serde_json::json;
 
-use crate::output::{out, Failure};
+use crate::output::{out, refused, refused_naming, Failure};
 use crate::store_cmds::Outcome;
-
-fn refused(e: EngineError) -> Failure {
-    Failure::Message(format!("{}: {e}", e.code()))
-}
 
 /// `narad delete`: deletes a session and every record of it; with open
 /// work only when forced, and the refusal names what is open.
@@ -21,7 +17,7 @@ pub async fn delete(store: AnyStore, session: String, force: bool, json_out: boo
     let gone = engine
         .delete_session(&Principal::new("narad-cli"), &session, force)
         .await
-        .map_err(refused)?;
+        .map_err(refused_naming(&session))?;
     let open = gone.open.describe();
     if json_out {
         let v = json!({

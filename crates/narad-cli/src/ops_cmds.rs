@@ -4,14 +4,12 @@
 //! per result, or one JSON object per line with `--json`; a refusal is one
 //! line `narad: CODE: message` on stderr and exit status 1.
 
-use narad_engine::{
-    Engine, EngineError, InterruptScope, ListedInterrupt, Principal, Resolve, StopTarget,
-};
+use narad_engine::{Engine, InterruptScope, ListedInterrupt, Principal, Resolve, StopTarget};
 use narad_store::Store;
 use narad_stores::AnyStore;
 use serde_json::json;
 
-use crate::output::{out, Failure};
+use crate::output::{out, refused, refused_naming, Failure};
 use crate::store_cmds::Outcome;
 
 /// Index entries looked at per page of `interrupts`.
@@ -19,11 +17,6 @@ const PAGE: usize = 500;
 
 fn principal() -> Principal {
     Principal::new("narad-cli")
-}
-
-/// The engine's refusal as one typed line.
-fn refused(e: EngineError) -> Failure {
-    Failure::Message(format!("{}: {e}", e.code()))
 }
 
 /// One field of a plain line: control characters escaped, so a line stays
@@ -120,7 +113,7 @@ pub async fn resolve(
             },
         )
         .await
-        .map_err(refused)?
+        .map_err(refused_naming(&interrupt_id))?
         .session_id;
     if json_out {
         let v = json!({"resolved": interrupt_id, "sessionId": sid, "decision": decision});
@@ -150,7 +143,7 @@ pub async fn stop(
     let stopped = engine
         .stop(&principal(), &session, target)
         .await
-        .map_err(refused)?;
+        .map_err(refused_naming(&session))?;
     if json_out {
         let v = json!({"stopped": stopped, "sessionId": session});
         out!("{v}");

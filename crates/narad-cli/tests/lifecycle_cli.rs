@@ -74,6 +74,13 @@ fn delete_names_open_work_and_forced_deletes_everything() {
         let (code, _, err) = narad(&["delete", "--store", &url, "s-done"]);
         assert_eq!(code, 1);
         assert!(err.contains("session_deleted"), "{err}");
+        // An unknown session is named, escaped onto one line.
+        let (code, _, err) = narad(&["delete", "--store", &url, "s-none\nx"]);
+        assert_eq!(code, 1);
+        assert_eq!(
+            err,
+            "narad: unknown_session: no session `s-none\\nx` in this store\n"
+        );
         let (code, out, _) = narad(&["sessions", "--store", &url]);
         assert_eq!(code, 0);
         assert!(!out.contains("s-open") && !out.contains("s-done"), "{out}");

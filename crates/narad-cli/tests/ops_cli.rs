@@ -216,7 +216,16 @@ fn operator_commands(url: &str) {
     );
     let (code, _, err) = narad(&["resolve", "--store", url, "no-such-interrupt", "approve"]);
     assert_eq!(code, 1);
-    assert!(err.starts_with("narad: unknown_interrupt: "), "{err}");
+    assert_eq!(
+        err,
+        "narad: unknown_interrupt: no open interrupt `no-such-interrupt` in this store\n"
+    );
+    let (code, _, err) = narad(&["stop", "--store", url, "--session", "no-such-session"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "narad: unknown_session: no session `no-such-session` in this store\n"
+    );
 
     // The resolved run resumed in the journal.
     let (_, journal, _) = narad(&["export", "--store", url, "--session", &s.waiting]);
