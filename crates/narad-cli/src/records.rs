@@ -12,7 +12,7 @@ use narad_core::Limits;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReadError {
     /// The file cannot be opened or read.
-    #[error("cannot read: {0}")]
+    #[error("cannot read: {}", io_words(*.0))]
     Io(std::io::ErrorKind),
     /// A line is longer than the record limit.
     #[error("record larger than {max} bytes")]
@@ -22,6 +22,15 @@ pub enum ReadError {
         /// The record limit.
         max: usize,
     },
+}
+
+/// An I/O failure in plain words: std's "entity not found" is a missing
+/// file here.
+fn io_words(kind: std::io::ErrorKind) -> String {
+    match kind {
+        std::io::ErrorKind::NotFound => "no such file".to_owned(),
+        other => other.to_string(),
+    }
 }
 
 impl ReadError {

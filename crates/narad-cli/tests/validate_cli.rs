@@ -51,7 +51,10 @@ fn a_rejected_file_prints_line_and_code_and_exits_1() {
 fn unreadable_files_and_bad_usage_exit_2() {
     let (code, out, _) = narad(&["validate", "/nonexistent/trace.jsonl"]);
     assert_eq!(code, 2);
-    assert!(out.contains("error: cannot read"), "{out}");
+    assert_eq!(
+        out,
+        "/nonexistent/trace.jsonl: error: cannot read: no such file\n"
+    );
     assert_eq!(narad(&["validate"]).0, 2);
     assert_eq!(
         narad(&[
