@@ -10,10 +10,10 @@ fn family(e: &EngineError) -> &'static str {
         EngineError::Rejected { code, .. } if *code == "session_slot_busy" => "SessionBusyError",
         EngineError::Rejected { .. } => "ProtocolError",
         EngineError::NotAuthorized => "NotAuthorizedError",
-        EngineError::UnknownSession
-        | EngineError::UnknownRun
-        | EngineError::UnknownToolCall
-        | EngineError::UnknownInterrupt => "NotFoundError",
+        EngineError::UnknownSession { .. }
+        | EngineError::UnknownRun { .. }
+        | EngineError::UnknownToolCall { .. }
+        | EngineError::UnknownInterrupt { .. } => "NotFoundError",
         EngineError::SessionExists
         | EngineError::RevisionConflict { .. }
         | EngineError::InterruptExpired
@@ -37,7 +37,7 @@ fn section(e: &EngineError) -> Option<&'static str> {
     match e {
         EngineError::Rejected { section, .. } => Some(section),
         EngineError::Client { .. } => Some("11"),
-        EngineError::RevisionConflict { .. } | EngineError::UnknownInterrupt => Some("2.2"),
+        EngineError::RevisionConflict { .. } | EngineError::UnknownInterrupt { .. } => Some("2.2"),
         EngineError::InterruptExpired => Some("7.6"),
         _ => None,
     }

@@ -106,8 +106,9 @@ async def test_state_at_fork_and_import(url, tmp_path):
         await e.state_at(sid, 9)
     with pytest.raises(narad.InvalidCommandError):
         await e.state_at(sid, 0)  # before the first event: no state
-    with pytest.raises(narad.NotFoundError):
+    with pytest.raises(narad.NotFoundError) as unknown:
         await e.state_at("no-such-session", 1)
+    assert unknown.value.message == "no session `no-such-session` in this store"
     forked = await e.fork(sid, 2)
     assert forked != sid
     st = await e.state(forked)

@@ -29,10 +29,12 @@ async def test_refusals_carry_code_section_and_append_nothing(url):
     with pytest.raises(narad.NotFoundError) as unknown:
         await e.message("no-such-session", "x")
     assert unknown.value.code == "unknown_session"
+    assert unknown.value.message == "no session `no-such-session` in this store"
 
     with pytest.raises(narad.NotFoundError) as no_interrupt:
         await e.resolve_interrupt("interrupt-none", "approve")
     assert no_interrupt.value.code == "unknown_interrupt"
+    assert no_interrupt.value.message == "no open interrupt `interrupt-none` in this store"
 
     with pytest.raises(narad.ConflictError) as exists:
         await e.create_session("s")

@@ -7,7 +7,7 @@ use narad_store::Store;
 use narad_stores::AnyStore;
 use serde_json::json;
 
-use crate::output::{out, refused, refused_naming, Failure};
+use crate::output::{out, refused, Failure};
 use crate::store_cmds::Outcome;
 
 /// `narad delete`: deletes a session and every record of it; with open
@@ -17,7 +17,7 @@ pub async fn delete(store: AnyStore, session: String, force: bool, json_out: boo
     let gone = engine
         .delete_session(&Principal::new("narad-cli"), &session, force)
         .await
-        .map_err(refused_naming(&session))?;
+        .map_err(refused)?;
     let open = gone.open.describe();
     if json_out {
         let v = json!({
@@ -156,7 +156,7 @@ pub async fn verify_index(store: &AnyStore, sids: &[String]) -> Result<Vec<Strin
     let mut differ = Vec::new();
     for sid in sids {
         match engine.check_index(sid).await {
-            Ok(None) | Err(EngineError::UnknownSession) => {}
+            Ok(None) | Err(EngineError::UnknownSession { .. }) => {}
             Ok(Some(_)) => differ.push(sid.clone()),
             Err(e) => return Err(refused(e)),
         }
@@ -177,7 +177,7 @@ pub async fn reindex(store: AnyStore) -> Outcome {
                 fixed += 1;
                 out!("{}: reindexed", field(sid));
             }
-            Ok(false) | Err(EngineError::UnknownSession) => {}
+            Ok(false) | Err(EngineError::UnknownSession { .. }) => {}
             Err(e) => return Err(refused(e)),
         }
     }

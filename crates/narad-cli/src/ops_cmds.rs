@@ -9,7 +9,7 @@ use narad_store::Store;
 use narad_stores::AnyStore;
 use serde_json::json;
 
-use crate::output::{out, refused, refused_naming, Failure};
+use crate::output::{out, refused, Failure};
 use crate::store_cmds::Outcome;
 
 /// Index entries looked at per page of `interrupts`.
@@ -113,7 +113,7 @@ pub async fn resolve(
             },
         )
         .await
-        .map_err(refused_naming(&interrupt_id))?
+        .map_err(refused)?
         .session_id;
     if json_out {
         let v = json!({"resolved": interrupt_id, "sessionId": sid, "decision": decision});
@@ -143,7 +143,7 @@ pub async fn stop(
     let stopped = engine
         .stop(&principal(), &session, target)
         .await
-        .map_err(refused_naming(&session))?;
+        .map_err(refused)?;
     if json_out {
         let v = json!({"stopped": stopped, "sessionId": session});
         out!("{v}");

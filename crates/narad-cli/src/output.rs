@@ -71,23 +71,6 @@ pub(crate) fn refused(e: narad_engine::EngineError) -> Failure {
     Failure::Message(format!("{}: {e}", e.code()))
 }
 
-/// [`refused`] for a command about one session or interrupt, `id`: the
-/// engine's "unknown session" and "unknown or closed interrupt" do not
-/// carry the id, so the line names it (escaped: one line stays one line).
-pub(crate) fn refused_naming(id: &str) -> impl Fn(narad_engine::EngineError) -> Failure + '_ {
-    use narad_engine::EngineError as E;
-    move |e| {
-        let shown: String = id.escape_default().collect();
-        match e {
-            E::UnknownSession => format!("{}: no session `{shown}` in this store", e.code()).into(),
-            E::UnknownInterrupt => {
-                format!("{}: no open interrupt `{shown}` in this store", e.code()).into()
-            }
-            e => refused(e),
-        }
-    }
-}
-
 impl Failure {
     /// Reports the failure on stderr (nothing for a closed pipe) and gives
     /// the exit status: 2 for output failures, 1 otherwise.

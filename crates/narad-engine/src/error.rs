@@ -22,20 +22,32 @@ pub enum EngineError {
     #[error("not authorized")]
     NotAuthorized,
     /// No such session.
-    #[error("unknown session")]
-    UnknownSession,
+    #[error("no session `{}` in this store", session_id.escape_debug())]
+    UnknownSession {
+        /// The session asked for.
+        session_id: String,
+    },
     /// The session exists already.
     #[error("session exists")]
     SessionExists,
     /// No such run in the session.
-    #[error("unknown run")]
-    UnknownRun,
+    #[error("no run `{}` in this session", run_id.escape_debug())]
+    UnknownRun {
+        /// The run asked for.
+        run_id: String,
+    },
     /// No such tool call in the session.
-    #[error("unknown tool call")]
-    UnknownToolCall,
+    #[error("no tool call `{}` in this session", tool_call_id.escape_debug())]
+    UnknownToolCall {
+        /// The tool call asked for.
+        tool_call_id: String,
+    },
     /// No open interrupt with this id.
-    #[error("unknown or closed interrupt")]
-    UnknownInterrupt,
+    #[error("no open interrupt `{}` in this store", interrupt_id.escape_debug())]
+    UnknownInterrupt {
+        /// The interrupt asked for.
+        interrupt_id: String,
+    },
     /// The interrupt was resolved already (by a person, expiry or a stop).
     #[error("interrupt {interrupt_id} was already resolved with decision `{decision}`")]
     AlreadyResolved {
@@ -125,11 +137,11 @@ impl EngineError {
         match self {
             Self::Rejected { code, .. } => code,
             Self::NotAuthorized => "not_authorized",
-            Self::UnknownSession => "unknown_session",
+            Self::UnknownSession { .. } => "unknown_session",
             Self::SessionExists => "session_exists",
-            Self::UnknownRun => "unknown_run",
-            Self::UnknownToolCall => "unknown_tool_call",
-            Self::UnknownInterrupt => "unknown_interrupt",
+            Self::UnknownRun { .. } => "unknown_run",
+            Self::UnknownToolCall { .. } => "unknown_tool_call",
+            Self::UnknownInterrupt { .. } => "unknown_interrupt",
             Self::InterruptExpired => "interrupt_expired",
             Self::AlreadyResolved { .. } => "interrupt_already_resolved",
             Self::NothingRunning => "nothing_running",

@@ -128,7 +128,7 @@ impl<S: Store + 'static> Engine<S> {
     async fn load_for_import(&self, sid: &str) -> Result<(Journal, bool), EngineError> {
         let (meta, new_session) = match self.meta(sid).await {
             Ok(m) => (m, false),
-            Err(EngineError::UnknownSession) => (
+            Err(EngineError::UnknownSession { .. }) => (
                 Meta {
                     profiles: ProfileSet::all(),
                     workspace_id: None,

@@ -117,13 +117,13 @@ impl<S: Store + 'static> Engine<S> {
                 decision,
                 scope,
             }),
-            Err(EngineError::UnknownInterrupt) => {
+            Err(EngineError::UnknownInterrupt { .. }) => {
                 match self.past_decision(p, &interrupt_id).await? {
                     Some(decision) => Err(EngineError::AlreadyResolved {
                         interrupt_id,
                         decision,
                     }),
-                    None => Err(EngineError::UnknownInterrupt),
+                    None => Err(EngineError::UnknownInterrupt { interrupt_id }),
                 }
             }
             Err(e) => Err(e),
@@ -197,8 +197,8 @@ impl<S: Store + 'static> Engine<S> {
             .side(SideSpace::Interrupt, &resolve.interrupt_id)
             .await?
         {
-            Some(b) => String::from_utf8(b.to_vec()).map_err(|_| EngineError::UnknownInterrupt)?,
-            None => return Err(EngineError::UnknownInterrupt),
+            Some(b) => String::from_utf8(b.to_vec()).map_err(|_| unknown_interrupt(&resolve))?,
+            None => return Err(unknown_interrupt(&resolve)),
         };
         let sid2 = sid.clone();
         self.command_keyed(p, &sid2, |j| {
@@ -237,7 +237,7 @@ impl<S: Store + 'static> Engine<S> {
                         })
                 });
             let Some((scope, Some(open), key)) = owner else {
-                return Err(EngineError::UnknownInterrupt);
+                return Err(unknown_interrupt(&resolve));
             };
             let (at, current) = match &scope {
                 InterruptScope::Run(run) => (j.run_at(run)?, j.checker.run_head(s, &key)),
@@ -306,10 +306,17 @@ impl<S: Store + 'static> Engine<S> {
             match r {
                 Ok(_) => expired.push(id),
                 // Resolved meanwhile by someone else: nothing to expire.
-                Err(EngineError::UnknownInterrupt) => {}
+                Err(EngineError::UnknownInterrupt { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
         Ok(expired)
+    }
+}
+
+/// No open interrupt of `resolve`'s id.
+fn unknown_interrupt(resolve: &Resolve) -> EngineError {
+    EngineError::UnknownInterrupt {
+        interrupt_id: resolve.interrupt_id.clone(),
     }
 }

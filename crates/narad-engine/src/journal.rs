@@ -544,10 +544,12 @@ impl Journal {
 
     /// Where a started run's events go.
     pub fn run_at(&self, run_id: &str) -> Result<At, EngineError> {
-        let run = self
-            .checker
-            .run(&self.session_id, run_id)
-            .ok_or(EngineError::UnknownRun)?;
+        let run =
+            self.checker
+                .run(&self.session_id, run_id)
+                .ok_or_else(|| EngineError::UnknownRun {
+                    run_id: run_id.to_owned(),
+                })?;
         Ok(At::Run {
             run: run_id.to_owned(),
             root: run.root.clone(),

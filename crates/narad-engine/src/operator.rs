@@ -98,7 +98,7 @@ impl<S: Store + 'static> Engine<S> {
             let found = match self.open_in(p, &sid, &ids).await {
                 Ok(found) => found,
                 // The index outlived its session (or names none we hold).
-                Err(EngineError::UnknownSession) => continue,
+                Err(EngineError::UnknownSession { .. }) => continue,
                 Err(e) => return Err(e),
             };
             for (iid, (journal, scope, actions)) in found {

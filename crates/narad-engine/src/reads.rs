@@ -86,7 +86,7 @@ impl<S: Store + 'static> Engine<S> {
         let profiles = match self.meta(session_id).await {
             Ok(meta) => meta.profiles,
             // No session, no events to leave out.
-            Err(EngineError::UnknownSession) => return Ok(false),
+            Err(EngineError::UnknownSession { .. }) => return Ok(false),
             Err(e) => return Err(e),
         };
         Ok(profiles.contains(Profile::Trace) || profiles.contains(Profile::Debug))

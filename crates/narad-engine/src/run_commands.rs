@@ -32,7 +32,12 @@ impl<S: Store + 'static> Engine<S> {
                 let sid = &j.session_id;
                 let (root, workflow, inherited) = match &start.parent_run_id {
                     Some(parent) => {
-                        let pr = j.checker.run(sid, parent).ok_or(EngineError::UnknownRun)?;
+                        let pr =
+                            j.checker
+                                .run(sid, parent)
+                                .ok_or_else(|| EngineError::UnknownRun {
+                                    run_id: parent.clone(),
+                                })?;
                         (
                             pr.root.clone(),
                             pr.workflow.clone(),
@@ -137,7 +142,9 @@ impl<S: Store + 'static> Engine<S> {
             let (run, _) = j
                 .checker
                 .tool_call(&j.session_id, tool_call_id)
-                .ok_or(EngineError::UnknownToolCall)?;
+                .ok_or_else(|| EngineError::UnknownToolCall {
+                    tool_call_id: tool_call_id.to_owned(),
+                })?;
             let mut body = strip_nulls(json!({
                 "toolCallId": tool_call_id, "outcome": outcome.outcome,
                 "code": outcome.code, "message": outcome.message.as_deref().map(sanitize)

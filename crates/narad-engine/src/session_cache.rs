@@ -57,9 +57,9 @@ impl<S: Store + 'static> Engine<S> {
         let decided_on_state = matches!(
             e,
             EngineError::Rejected { .. }
-                | EngineError::UnknownRun
-                | EngineError::UnknownToolCall
-                | EngineError::UnknownInterrupt
+                | EngineError::UnknownRun { .. }
+                | EngineError::UnknownToolCall { .. }
+                | EngineError::UnknownInterrupt { .. }
                 | EngineError::NothingRunning
                 | EngineError::RevisionConflict { .. }
         );
@@ -138,7 +138,9 @@ impl<S: Store + 'static> Engine<S> {
             {
                 Err(EngineError::Store(narad_store::StoreError::SessionDeleted))
             }
-            None => Err(EngineError::UnknownSession),
+            None => Err(EngineError::UnknownSession {
+                session_id: session_id.to_owned(),
+            }),
         }
     }
 
@@ -215,7 +217,9 @@ impl<S: Store + 'static> Engine<S> {
             *slot = Some(self.hydrate(session_id).await?);
         }
         let Some(j) = slot.take() else {
-            return Err(EngineError::UnknownSession);
+            return Err(EngineError::UnknownSession {
+                session_id: session_id.to_owned(),
+            });
         };
         let Some((j, write)) = j.snapshot_write(Vec::new()).await else {
             return Err(EngineError::Store(narad_store::StoreError::Backend(

@@ -57,7 +57,12 @@ impl<S: Store + 'static> Engine<S> {
 /// Appends the drafts that close `run` and its open subtree, deepest first.
 fn close_subtree(j: &Journal, run: &str, drafts: &mut Vec<Draft>) -> Result<(), EngineError> {
     let s = &j.session_id;
-    let r = j.checker.run(s, run).ok_or(EngineError::UnknownRun)?;
+    let r = j
+        .checker
+        .run(s, run)
+        .ok_or_else(|| EngineError::UnknownRun {
+            run_id: run.to_owned(),
+        })?;
     if r.state.is_terminal() {
         return Ok(());
     }

@@ -8,8 +8,8 @@ mod common;
 
 use common::{assert_valid, engine, journal, me, session};
 use narad_engine::{
-    DocumentKind, EventScope, Patch, Progress, ProgressStatus, StartRun, Terminal, TextOptions,
-    Usage,
+    DocumentKind, EngineError, EventScope, Patch, Progress, ProgressStatus, StartRun, StopTarget,
+    Terminal, TextOptions, ToolOutcome, Usage,
 };
 use serde_json::json;
 
@@ -278,4 +278,44 @@ async fn a_retried_message_with_its_id_appends_nothing_and_a_changed_one_is_refu
         "the message echoes content"
     );
     assert_eq!(journal(&e, &sid).await, after_first);
+}
+
+/// A command about an id the session (or store) does not hold names that
+/// id, escaped onto one line, with the stable code.
+#[tokio::test]
+async fn unknown_ids_are_named_in_their_refusals() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let sid = session(&e).await;
+    let err = e.message(&me(), "s-none\nx", "hi").await.unwrap_err();
+    assert_eq!(err.code(), "unknown_session");
+    assert_eq!(err.to_string(), "no session `s-none\\nx` in this store");
+    let err = e
+        .finish_tool_call(&me(), &sid, "t-none", ToolOutcome::success(json!(1)))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        EngineError::UnknownToolCall {
+            tool_call_id: "t-none".into()
+        }
+    );
+    assert_eq!(err.to_string(), "no tool call `t-none` in this session");
+    let err = e
+        .stop(&me(), &sid, StopTarget::Run("r-none".into()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), "no run `r-none` in this session");
+    let child = StartRun {
+        parent_run_id: Some("r-parent".into()),
+        ..StartRun::new()
+    };
+    let err = e.start_run(&me(), &sid, child).await.unwrap_err();
+    assert_eq!(
+        err,
+        EngineError::UnknownRun {
+            run_id: "r-parent".into()
+        }
+    );
+    assert!(journal(&e, &sid).await.is_empty(), "nothing was appended");
 }

@@ -156,7 +156,8 @@ class _LifecycleMixin:
         ``sequence`` past the head raises :class:`InvalidCommandError`)."""
         t = await _native.state_at(self._native, session_id, sequence)
         if t is None:
-            raise NotFoundError("unknown_session", None, "unknown session")
+            shown = repr(session_id)[1:-1]  # control characters escaped
+            raise NotFoundError("unknown_session", None, f"no session `{shown}` in this store")
         return await SessionState._from_native(session_id, t)
 
     async def fork(self, session_id: str, through: int) -> str:

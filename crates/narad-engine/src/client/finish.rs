@@ -114,7 +114,9 @@ impl<S: Store + 'static> Engine<S> {
                     let (run, open) = j
                         .checker
                         .tool_call(&j.session_id, &tool_call_id)
-                        .ok_or(EngineError::UnknownToolCall)?;
+                        .ok_or_else(|| EngineError::UnknownToolCall {
+                            tool_call_id: tool_call_id.clone(),
+                        })?;
                     if !open {
                         return Err(client_err("call_closed", "the call was already closed"));
                     }

@@ -177,7 +177,7 @@ impl<S: Store + 'static> Engine<S> {
                 };
                 match self.resolve_firing(p, resolve, Some(t)).await {
                     Ok(_) => Ok(Outcome::Fired(vec!["interrupt.resolved"])),
-                    Err(EngineError::UnknownInterrupt) => self.drop_timer(t).await,
+                    Err(EngineError::UnknownInterrupt { .. }) => self.drop_timer(t).await,
                     Err(e) => Err(e),
                 }
             }
