@@ -3,6 +3,7 @@
 //! finds its events already stored and appends nothing.
 
 use narad_core::checker::Applied;
+use narad_core::model::AuthorityPayload;
 use narad_core::{AuthorityEvent, ProfileSet, Record};
 use narad_store::{Batch, Expect, SideSpace, Store, StoreError, StoredEvent};
 use serde_json::Value;
@@ -23,6 +24,13 @@ impl<S: Store + 'static> Engine<S> {
     /// already stored with identical bytes are recognized as redeliveries,
     /// and the new ones are appended in **one** batch — all or nothing.
     /// A new session gets all profiles. Returns `(session, events appended)`.
+    ///
+    /// The batch carries what a command's would: the timers of imported
+    /// deadlines and the interrupt-index entry of each imported
+    /// `interrupt.requested`, so [`Engine::resolve_interrupt`] and
+    /// [`Engine::open_interrupts`] find it by its id. An interrupt id that
+    /// another session of the store holds is refused (`invalid_command`):
+    /// an interrupt is resolved by its id alone.
     ///
     /// A long journal can be imported in consecutive slices, one call each:
     /// the checked session stays cached between calls. When another writer
@@ -157,9 +165,15 @@ impl<S: Store + 'static> Engine<S> {
     ) -> Result<(Option<Journal>, u64), EngineError> {
         self.recall_stored(&mut j, events).await?;
         let mut fresh = Vec::new();
+        let mut requested = Vec::new();
         for (i, ev) in events.iter().enumerate() {
             match j.checker.push(&Record::Authority(ev.clone())) {
-                Ok(Applied::Applied) => fresh.push(StoredEvent::from(ev)),
+                Ok(Applied::Applied) => {
+                    if let AuthorityPayload::InterruptRequested { interrupt_id, .. } = &ev.payload {
+                        requested.push(interrupt_id.as_str());
+                    }
+                    fresh.push(StoredEvent::from(ev));
+                }
                 Ok(_) => {}
                 Err(r) => {
                     return Err(EngineError::Rejected {
@@ -188,6 +202,27 @@ impl<S: Store + 'static> Engine<S> {
         // Imported deadlines (interrupt expiry, `retryAt`) join the due index.
         let (timers, _) = self.timer_writes(&j, &batch.events, &[]).await?;
         batch.side.extend(timers);
+        // Imported interrupts join the store-wide index that
+        // resolve-interrupt and `open_interrupts` find them by, as a
+        // requested one does (a fork writes it too).
+        for iid in requested {
+            match self.inner.store.side(SideSpace::Interrupt, iid).await? {
+                None => batch.side.push(side(
+                    SideSpace::Interrupt,
+                    iid,
+                    Expect::Absent,
+                    j.session_id.clone().into_bytes(),
+                )),
+                Some(owner) if owner == j.session_id.as_bytes() => {}
+                Some(_) => {
+                    return Err(EngineError::InvalidCommand(format!(
+                        "interrupt `{}` is another session's in this store: an \
+                         interrupt is resolved by its id alone",
+                        iid.escape_debug()
+                    )))
+                }
+            }
+        }
         if new_session {
             // The session began with its first event (timestamps are
             // informational, as the index's `updated_at` already is).

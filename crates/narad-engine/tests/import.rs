@@ -118,3 +118,46 @@ async fn a_refused_record_names_its_place_and_its_message_does_not_repeat_the_co
     // Nothing of the slice was stored.
     assert_eq!(e.store().head("s").await.unwrap(), 0);
 }
+
+/// An imported open interrupt joins the store-wide interrupt index, as a
+/// requested one does: it is listed and resolved by its id alone. A
+/// second session that carries the same interrupt id is refused whole.
+#[tokio::test]
+async fn an_imported_interrupt_is_listed_and_resolved_by_its_id() {
+    use narad_engine::{EngineError, Interrupt, Resolve, StartRun};
+    let (src_dir, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let src = engine(src_dir.path()).await;
+    let sid = common::session(&src).await;
+    let run = src.start_run(&me(), &sid, StartRun::new()).await.unwrap();
+    let on_run = Interrupt::on_run(run.run_id(), "approval", ["approve", "deny"]);
+    let (iid, _) = src.request_interrupt(&me(), &sid, on_run).await.unwrap();
+    let records = common::journal(&src, &sid).await;
+
+    let e = engine(dir.path()).await;
+    e.import(&me(), &records).await.unwrap();
+    let page = e.open_interrupts(&me(), None, 10).await.unwrap();
+    let listed: Vec<&str> = page.open.iter().map(|i| i.interrupt_id.as_str()).collect();
+    assert_eq!(listed, [iid.as_str()]);
+    let done = e
+        .resolve_interrupt(&me(), Resolve::new(&iid, "approve"))
+        .await
+        .unwrap();
+    assert_eq!(done.session_id, sid);
+    // A rerun of the import appends nothing and writes no index entry.
+    assert_eq!(e.import(&me(), &records).await.unwrap().1, 0);
+
+    let other: Vec<Vec<u8>> = records
+        .iter()
+        .map(|r| {
+            String::from_utf8(r.clone())
+                .unwrap()
+                .replace(&sid, "s-other")
+                .into_bytes()
+        })
+        .collect();
+    let err = e.import(&me(), &other).await.unwrap_err();
+    assert!(matches!(err, EngineError::InvalidCommand(_)), "{err:?}");
+    assert!(err.to_string().contains(&iid), "{err}");
+    assert_eq!(e.store().head("s-other").await.unwrap(), 0);
+    common::assert_valid(&e, &sid).await;
+}
