@@ -22,7 +22,7 @@ use narad_store::Store;
 use narad_stores::AnyStore;
 use tokio::sync::mpsc;
 
-use crate::output::{out, Failure, OutputError};
+use crate::output::{out, plain, Failure, OutputError};
 use crate::progress;
 use crate::records::{ReadError, RecordFile};
 use crate::store_cmds::Outcome;
@@ -242,7 +242,7 @@ async fn worker(
                     failed += 1;
                     run.refused = true;
                     refused.insert(c.sid.clone());
-                    let (sid, file, at) = (&c.sid, &c.file, c.first_line);
+                    let (sid, file, at) = (plain(&c.sid), &c.file, c.first_line);
                     match run.imported {
                         _ if !verbose => {}
                         0 => out!("{sid}: refused, nothing imported: {e} (batch from {file} line {at})"),
@@ -253,7 +253,7 @@ async fn worker(
         }
         if c.ends_run {
             let run = runs.remove(&c.sid).unwrap_or_default();
-            let sid = &c.sid;
+            let sid = plain(&c.sid);
             if !verbose {
             } else if run.skipped > 0 {
                 out!(

@@ -9,7 +9,7 @@ use narad_store::Store;
 use narad_stores::AnyStore;
 use serde_json::json;
 
-use crate::output::{out, refused, Failure};
+use crate::output::{out, plain, refused, Failure};
 use crate::store_cmds::Outcome;
 
 /// Index entries looked at per page of `interrupts`.
@@ -17,25 +17,6 @@ const PAGE: usize = 500;
 
 fn principal() -> Principal {
     Principal::new("narad-cli")
-}
-
-/// One field of a plain line: control characters escaped, so a line stays
-/// one line and tab-separated.
-fn plain(s: &str) -> String {
-    if s.chars().any(char::is_control) {
-        s.chars()
-            .flat_map(|c| {
-                let e: Vec<char> = if c.is_control() {
-                    c.escape_default().collect()
-                } else {
-                    vec![c]
-                };
-                e
-            })
-            .collect()
-    } else {
-        s.to_owned()
-    }
 }
 
 fn scope_of(scope: &InterruptScope) -> (&'static str, &str) {
@@ -55,7 +36,7 @@ fn print_interrupt(i: &ListedInterrupt, json_out: bool) -> Result<(), Failure> {
         });
         out!("{v}");
     } else {
-        let actions: Vec<String> = i.actions.iter().map(|a| plain(a)).collect();
+        let actions: Vec<_> = i.actions.iter().map(|a| plain(a)).collect();
         out!(
             "{}\t{}\t{kind}:{}\tkind={}\ttitle={}\tactions={}\texpires={}",
             plain(&i.session_id),

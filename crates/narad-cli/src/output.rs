@@ -66,6 +66,41 @@ impl From<&str> for Failure {
     }
 }
 
+/// What a terminal must not receive raw from stored data: C0 and C1
+/// controls (escape sequences, bell, carriage return, newline) and the
+/// bidirectional overrides and isolates that reorder what is shown.
+fn unsafe_on_a_terminal(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// One field of a plain line: what [`unsafe_on_a_terminal`] names
+/// escaped (`\u{1b}`, `\n`), so a line stays one line and shows what the
+/// store holds.
+pub(crate) fn plain(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(unsafe_on_a_terminal) {
+        return s.into();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if unsafe_on_a_terminal(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
+/// Multi-line text (a transcript message) for a terminal: as [`plain`],
+/// but each newline stays a line break, its continuation indented by
+/// `indent`, so a message cannot forge lines of the report around it.
+pub(crate) fn text_block(s: &str, indent: &str) -> String {
+    s.split('\n')
+        .map(|line| plain(line))
+        .collect::<Vec<_>>()
+        .join(&format!("\n{indent}"))
+}
+
 /// The engine's refusal as one line, `code: message`.
 pub(crate) fn refused(e: narad_engine::EngineError) -> Failure {
     Failure::Message(format!("{}: {e}", e.code()))

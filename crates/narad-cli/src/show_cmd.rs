@@ -12,7 +12,7 @@ use narad_store::{SideSpace, Store, StoredEvent};
 use narad_stores::AnyStore;
 use serde::Serialize;
 
-use crate::output::{out, OutputError};
+use crate::output::{out, plain, text_block, OutputError};
 use crate::store_cmds::{journal_pages, Outcome};
 
 /// The longest args summary shown, in characters.
@@ -318,37 +318,41 @@ fn runs(c: &Checker, sid: &str, mut terminals: BTreeMap<String, TerminalLine>) -
 }
 
 fn print(r: &Report) -> Result<(), OutputError> {
-    out!("session {}: {} events", r.session, r.events);
+    out!("session {}: {} events", plain(&r.session), r.events);
     if let Some(f) = &r.refused {
-        out!("  journal refused at {}: {}", f.session_sequence, f.reason);
+        out!(
+            "  journal refused at {}: {}",
+            f.session_sequence,
+            plain(&f.reason)
+        );
     }
     out!(
         "active execution: {}",
-        r.active.as_deref().unwrap_or("none")
+        plain(r.active.as_deref().unwrap_or("none"))
     );
     for w in &r.workflows {
         let open = w
             .open_interrupt
             .as_ref()
-            .map(|i| format!(" open interrupt {i}"))
+            .map(|i| format!(" open interrupt {}", plain(i)))
             .unwrap_or_default();
         out!(
             "workflow {} [{}]{open}",
-            w.id,
+            plain(&w.id),
             if w.ended { "ended" } else { "open" }
         );
     }
     for run in &r.runs {
         let pad = "  ".repeat(run.depth);
-        let mut line = format!("{pad}run {} [{}]", run.id, run.state);
+        let mut line = format!("{pad}run {} [{}]", plain(&run.id), run.state);
         if run.stop_requested {
             line.push_str(" stop-requested");
         }
         if let Some(w) = &run.paused_wait {
-            line.push_str(&format!(" paused(wait {w})"));
+            line.push_str(&format!(" paused(wait {})", plain(w)));
         }
         if let Some(e) = &run.executor {
-            line.push_str(&format!(" executor={e}"));
+            line.push_str(&format!(" executor={}", plain(e)));
         }
         out!("{line}");
         for t in r
@@ -359,14 +363,14 @@ fn print(r: &Report) -> Result<(), OutputError> {
             let code = t
                 .code
                 .as_ref()
-                .map(|c| format!(" ({c})"))
+                .map(|c| format!(" ({})", plain(c)))
                 .unwrap_or_default();
             out!(
                 "{pad}  tool call {} {} {} -> {}{code}",
-                t.id,
-                t.name,
+                plain(&t.id),
+                plain(&t.name),
                 t.args,
-                t.outcome
+                plain(t.outcome)
             );
         }
         for i in r
@@ -380,7 +384,7 @@ fn print(r: &Report) -> Result<(), OutputError> {
             let code = t
                 .code
                 .as_deref()
-                .map(|c| format!(" code={c}"))
+                .map(|c| format!(" code={}", plain(c)))
                 .unwrap_or_default();
             let msg = t
                 .message
@@ -404,7 +408,7 @@ fn print(r: &Report) -> Result<(), OutputError> {
         out!("transcript:");
     }
     for m in &r.transcript {
-        out!("  {}: {}", m.role, m.content);
+        out!("  {}: {}", plain(&m.role), text_block(&m.content, "    "));
     }
     Ok(())
 }
@@ -418,19 +422,19 @@ fn print_interrupt(pad: &str, i: &InterruptLine) -> Result<(), OutputError> {
     let expiry = i
         .expires_at
         .as_deref()
-        .map(|e| format!(" expires {e}"))
+        .map(|e| format!(" expires {}", plain(e)))
         .unwrap_or_default();
     let scope = i
         .workflow
         .as_deref()
         .filter(|_| i.run.is_none())
-        .map(|w| format!(" (workflow {w})"))
+        .map(|w| format!(" (workflow {})", plain(w)))
         .unwrap_or_default();
     out!(
         "{pad}  interrupt {} {}{title}{scope} decision={}{expiry}",
-        i.id,
-        i.kind,
-        i.decision.as_deref().unwrap_or("open")
+        plain(&i.id),
+        plain(&i.kind),
+        plain(i.decision.as_deref().unwrap_or("open"))
     );
     Ok(())
 }

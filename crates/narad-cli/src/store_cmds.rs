@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use crate::output::{out, Failure, OutputError};
+use crate::output::{out, plain, Failure, OutputError};
 
 use narad_core::checker::Checker;
 use narad_store::{Damage, JournalPages, Store, StoreError};
@@ -266,8 +266,12 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
                     continue;
                 }
                 match position {
-                    Some(p) => out!("{sid}: damaged at position {p} ({})", damage.code()),
-                    None => out!("{sid}: damaged ({})", damage.code()),
+                    Some(p) => out!(
+                        "{}: damaged at position {p} ({})",
+                        plain(sid),
+                        damage.code()
+                    ),
+                    None => out!("{}: damaged ({})", plain(sid), damage.code()),
                 }
             }
             Finding::Sound => {
@@ -285,7 +289,11 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
                         reason: &why,
                     })?;
                 } else {
-                    out!("{sid}: refused at sessionSequence {seq}: {why}");
+                    out!(
+                        "{}: refused at sessionSequence {seq}: {}",
+                        plain(sid),
+                        plain(&why)
+                    );
                 }
             }
         }

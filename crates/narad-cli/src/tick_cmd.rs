@@ -11,7 +11,7 @@ use narad_engine::{Engine, Principal, TimerReport};
 use narad_stores::AnyStore;
 use serde_json::json;
 
-use crate::output::out;
+use crate::output::{out, plain};
 use crate::store_cmds::Outcome;
 
 /// The principal `narad tick` acts as.
@@ -31,9 +31,9 @@ fn print(report: &TimerReport, json: bool) -> Outcome {
     for f in &report.fired {
         let due = narad_engine::host::timestamp(f.due);
         let session = if f.session_id.is_empty() {
-            "-"
+            "-".into()
         } else {
-            &f.session_id
+            plain(&f.session_id)
         };
         if json {
             let line = json!({"fired": f.kind.name(), "sessionId": f.session_id, "id": f.id,
@@ -43,7 +43,7 @@ fn print(report: &TimerReport, json: bool) -> Outcome {
             out!(
                 "fired\t{}\t{session}\t{}\tdue={due}\tevents={}",
                 f.kind.name(),
-                f.id,
+                plain(&f.id),
                 f.event_types.join(",")
             );
         }
@@ -53,7 +53,7 @@ fn print(report: &TimerReport, json: bool) -> Outcome {
             let line = json!({"failed": kind.name(), "id": id, "code": code});
             out!("{line}");
         } else {
-            out!("failed\t{}\t{id}\t{code}", kind.name());
+            out!("failed\t{}\t{}\t{code}", kind.name(), plain(id));
         }
     }
     let (fired, dropped, failed) = (report.fired.len(), report.dropped, report.failed.len());

@@ -256,3 +256,98 @@ fn two_concurrent_identical_imports_both_succeed() {
     assert_eq!(exported.lines().count(), 300 * 8 + 2_500);
     assert_children_rss_bounded("concurrent imports");
 }
+
+/// Whether `c` would act on a terminal rather than show: C0 and C1
+/// controls but the line break and the tab (the CLI's own separators),
+/// and the bidirectional overrides and isolates.
+fn acts_on_a_terminal(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// A journal whose ids, tool name, interrupt title and message text carry
+/// terminal escapes (ESC and C1 CSI sequences, a bell, a carriage return,
+/// a right-to-left override, newlines that would forge report lines),
+/// imported by the real binary: every command that prints them as text
+/// prints them escaped, each on its one line.
+#[test]
+fn stored_text_cannot_drive_the_operators_terminal() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let (s, r) = ("s\u{1b}[31mRED\u{7}\nforged", "r\u{9b}2J");
+    let (t, i) = ("t\u{202e}lave", "i\rx");
+    let base = |seq: u64, ty: &str| {
+        json!({"protocolVersion": "narad/v1", "eventId": format!("e{seq}"),
+               "timestamp": "2026-08-05T00:00:00Z", "sessionId": s,
+               "sessionSequence": seq, "type": ty})
+    };
+    let in_run = |seq: u64, ty: &str, n: u64| {
+        let mut v = base(seq, ty);
+        v["rootRunId"] = json!(r);
+        v["runId"] = json!(r);
+        v["sequence"] = json!(n);
+        v
+    };
+    let mut message = base(1, "message.user.recorded");
+    message["messageId"] = json!("m1");
+    message["messageScope"] = json!("session");
+    message["content"] = json!("hi \u{1b}[2J\nuser: forged\r\u{1b}]0;title\u{7}");
+    let mut tool = in_run(3, "tool.call.started", 2);
+    tool["toolCallId"] = json!(t);
+    tool["toolName"] = json!("to\u{1b}[8mol");
+    tool["executor"] = json!("backend");
+    tool["args"] = json!({});
+    let mut interrupt = in_run(4, "interrupt.requested", 3);
+    interrupt["interruptId"] = json!(i);
+    interrupt["waitId"] = json!("w\u{1b}c");
+    interrupt["kind"] = json!("approval");
+    interrupt["title"] = json!("ok?\u{1b}[1m");
+    interrupt["actions"] = json!(["approve", "deny"]);
+    let mut paused = in_run(5, "run.paused", 4);
+    paused["waitId"] = json!("w\u{1b}c");
+    paused["interruptId"] = json!(i);
+    paused["reason"] = json!("interrupt");
+    paused["resumeMode"] = json!("command");
+    let events = [
+        message,
+        in_run(2, "run.started", 1),
+        tool,
+        interrupt,
+        paused,
+    ];
+    let file = dir.path().join("hostile.jsonl");
+    let lines: Vec<String> = events.iter().map(|e| e.to_string()).collect();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let store = url(&dir, "h.sqlite");
+    let f = file.display().to_string();
+
+    let (code, out, err) = run(bounded(&["import", "-v", "--store", &store, &f]));
+    assert_eq!(code, 0, "{out}{err}");
+    let shown_s = "s\\u{1b}[31mRED\\u{7}\\nforged";
+    assert!(
+        out.contains(&format!("{shown_s}: imported 5 events")),
+        "{out}"
+    );
+    let (code, shown, err) = run(bounded(&["show", "--store", &store, "--session", s]));
+    assert_eq!(code, 0, "{err}");
+    // session, active, run, tool call, interrupt, usage, "transcript:",
+    // the message and its one continuation line.
+    assert_eq!(shown.lines().count(), 9, "{shown}");
+    assert!(
+        shown.contains("\n  user: hi \\u{1b}[2J\n    user: forged\\r"),
+        "{shown}"
+    );
+    for args in [
+        vec!["show", "--store", &store, "--session", s],
+        vec!["sessions", "--store", &store],
+        vec!["interrupts", "--store", &store],
+        vec!["import", "-v", "--store", &store, &f],
+    ] {
+        let (code, out, err) = run(bounded(&args));
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let bad: Vec<char> = out.chars().filter(|c| acts_on_a_terminal(*c)).collect();
+        assert!(bad.is_empty(), "{args:?} printed {bad:?}:\n{out}");
+        assert!(out.contains(shown_s), "{args:?}: {out}");
+    }
+    assert_children_rss_bounded("show of a hostile journal");
+}
