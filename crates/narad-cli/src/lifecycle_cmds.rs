@@ -7,7 +7,7 @@ use narad_store::Store;
 use narad_stores::AnyStore;
 use serde_json::json;
 
-use crate::output::{out, refused, Failure};
+use crate::output::{out, plain, refused, Failure};
 use crate::store_cmds::Outcome;
 
 /// `narad delete`: deletes a session and every record of it; with open
@@ -26,7 +26,7 @@ pub async fn delete(store: AnyStore, session: String, force: bool, json_out: boo
         });
         out!("{v}");
     } else {
-        let sid: String = gone.session_id.escape_default().collect();
+        let sid = plain(&gone.session_id);
         out!(
             "deleted {sid}: {} events, {} records{}",
             gone.events,
@@ -84,10 +84,6 @@ impl SessionFilters {
     }
 }
 
-fn field(s: &str) -> String {
-    s.escape_default().collect()
-}
-
 /// `narad sessions`: one line per session from the session index (no
 /// journal is replayed): id, head, active execution, last activity,
 /// status, workspace.
@@ -137,14 +133,14 @@ fn print_entry(s: &SessionEntry) -> Result<(), Failure> {
     let active = s
         .active_execution
         .as_ref()
-        .map_or("-".to_owned(), |a| format!("{}:{}", a.kind, field(&a.id)));
+        .map_or("-".to_owned(), |a| format!("{}:{}", a.kind, plain(&a.id)));
     out!(
         "{}\thead={}\tactive={active}\tlast={}\tstatus={}\tworkspace={}",
-        field(&s.session_id),
+        plain(&s.session_id),
         s.events,
         s.updated_at.as_deref().unwrap_or("-"),
         s.status.name(),
-        s.workspace_id.as_deref().map_or("-".into(), field),
+        s.workspace_id.as_deref().map_or("-".into(), plain),
     );
     Ok(())
 }
@@ -175,7 +171,7 @@ pub async fn reindex(store: AnyStore) -> Outcome {
         match engine.reindex(&me, sid).await {
             Ok(true) => {
                 fixed += 1;
-                out!("{}: reindexed", field(sid));
+                out!("{}: reindexed", plain(sid));
             }
             Ok(false) | Err(EngineError::UnknownSession { .. }) => {}
             Err(e) => return Err(refused(e)),
@@ -212,7 +208,7 @@ pub async fn prune(
         if json_out {
             out!("{}", json!({ "sessionId": sid, "action": verb }));
         } else {
-            out!("{verb} {}", field(sid));
+            out!("{verb} {}", plain(sid));
         }
     }
     for (sid, why) in &report.kept {
@@ -222,7 +218,7 @@ pub async fn prune(
                 json!({ "sessionId": sid, "action": "kept", "open": why })
             );
         } else {
-            out!("kept {} (open work: {})", field(sid), field(why));
+            out!("kept {} (open work: {})", plain(sid), plain(why));
         }
     }
     if !json_out {

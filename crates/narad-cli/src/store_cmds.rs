@@ -307,7 +307,7 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
         } else {
             out!(
                 "{}: session index differs from its journal (narad reindex repairs it)",
-                sid.escape_default()
+                plain(sid)
             );
         }
     }
