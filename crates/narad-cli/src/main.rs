@@ -73,7 +73,8 @@ enum Command {
         updated_after: Option<String>,
     },
     /// Rewrites every session-index entry that differs from its rebuild
-    /// from the journal (what `verify` reports).
+    /// from the journal, and adds the interrupt-index entries a journal
+    /// calls for that the store lacks (what `verify` reports).
     ///
     /// Example: `narad reindex --store redb:narad.redb`
     Reindex {

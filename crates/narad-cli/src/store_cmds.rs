@@ -301,14 +301,11 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
     bar.finish_and_clear();
     // The session index against a rebuild from each valid journal.
     let stale = crate::lifecycle_cmds::verify_index(&store, &valid).await?;
-    for sid in &stale {
+    for (sid, what) in &stale {
         if json {
             json_line(&VerifyLine::IndexDiffers { session: sid })?;
         } else {
-            out!(
-                "{}: session index differs from its journal (narad reindex repairs it)",
-                plain(sid)
-            );
+            out!("{}: {what} (narad reindex repairs it)", plain(sid));
         }
     }
     if !stale.is_empty() {

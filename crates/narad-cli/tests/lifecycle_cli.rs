@@ -181,3 +181,52 @@ fn prune_lists_with_dry_run_keeps_open_work_and_deletes_the_rest() {
     assert_eq!(code, 1);
     assert!(err.contains("invalid_command"), "{err}");
 }
+
+/// An open interrupt whose index entry is gone (what an import by an
+/// older build left): verify names it, reindex adds the entry, and
+/// resolve then finds the interrupt by its id.
+#[test]
+fn verify_and_reindex_cover_the_interrupt_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.redb");
+    let url = format!("redb:{}", path.display());
+    let run = fill(&url);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let iid = rt.block_on(async {
+        let e = Engine::new(narad_stores::open(&url).await.unwrap());
+        let ask = narad_engine::Interrupt::on_run(&run, "approval", ["approve"]);
+        let (iid, _) = e
+            .request_interrupt(&Principal::new("t"), "s-open", ask)
+            .await
+            .unwrap();
+        e.store().close().await.unwrap();
+        iid
+    });
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let tx = db.begin_write().unwrap();
+        {
+            let def = redb::TableDefinition::<(u8, &str), &[u8]>::new("side");
+            let mut t = tx.open_table(def).unwrap();
+            let key = (narad_store::SideSpace::Interrupt.id(), iid.as_str());
+            assert!(t.remove(key).unwrap().is_some());
+        }
+        tx.commit().unwrap();
+    }
+    let (code, out, _) = narad(&["verify", "--store", &url]);
+    assert_eq!(code, 1, "{out}");
+    let want = "s-open: interrupt index lacks 1 of its interrupts (narad reindex repairs it)";
+    assert!(out.contains(want), "{out}");
+    let (code, out, _) = narad(&["reindex", "--store", &url]);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, "s-open: reindexed\n2 sessions checked, 1 reindexed\n")
+    );
+    let (code, out, _) = narad(&["verify", "--store", &url]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out, err) = narad(&["resolve", "--store", &url, &iid, "approve"]);
+    assert_eq!(code, 0, "{out}{err}");
+}

@@ -343,19 +343,33 @@ impl<S: Store + 'static> Engine<S> {
         Ok((stored.as_ref() != Some(&rebuilt)).then_some(rebuilt))
     }
 
-    /// Rewrites a session's index entry from its rebuild when it differs
-    /// (guarded by the session head). Returns whether it wrote.
+    /// Rewrites a session's index entry from its rebuild when it differs,
+    /// and adds the interrupt-index entries its journal calls for that the
+    /// store lacks ([`Engine::unindexed_interrupts`]: an import by an
+    /// older build wrote none). One batch, guarded by the session head.
+    /// Returns whether it wrote.
     pub async fn reindex(&self, p: &Principal, session_id: &str) -> Result<bool, EngineError> {
         self.authorize(p, Action::Read { session_id })?;
         let cell = self.cell(session_id);
         let _held = cell.lock().await;
-        let Some(rebuilt) = self.check_index(session_id).await? else {
-            return Ok(false);
+        let rebuilt = self.check_index(session_id).await?;
+        let missing = self.unindexed_interrupts(session_id).await?;
+        let mut side: Vec<SideWrite> = missing
+            .iter()
+            .map(|iid| crate::interrupt_index::entry(session_id, iid))
+            .collect();
+        let head = match rebuilt {
+            Some(rebuilt) => {
+                side.push(rebuilt.write()?);
+                rebuilt.events
+            }
+            None if side.is_empty() => return Ok(false),
+            None => self.inner.store.head(session_id).await?,
         };
         let batch = narad_store::Batch {
             session_id: session_id.to_owned(),
-            expected_head: rebuilt.events,
-            side: vec![rebuilt.write()?],
+            expected_head: head,
+            side,
             ..narad_store::Batch::default()
         };
         self.append_resolving(batch).await?;

@@ -32,6 +32,7 @@ mod idempotency;
 mod idempotent;
 mod import;
 mod index;
+mod interrupt_index;
 mod interrupts;
 mod journal;
 mod lifecycle;

@@ -119,19 +119,28 @@ async fn a_refused_record_names_its_place_and_its_message_does_not_repeat_the_co
     assert_eq!(e.store().head("s").await.unwrap(), 0);
 }
 
-/// An imported open interrupt joins the store-wide interrupt index, as a
-/// requested one does: it is listed and resolved by its id alone. A
-/// second session that carries the same interrupt id is refused whole.
-#[tokio::test]
-async fn an_imported_interrupt_is_listed_and_resolved_by_its_id() {
-    use narad_engine::{EngineError, Interrupt, Resolve, StartRun};
-    let (src_dir, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let src = engine(src_dir.path()).await;
+/// A session (in an engine of its own, since dropped) with a run paused
+/// on an open interrupt: `(session, interrupt, its journal)`.
+async fn with_an_open_interrupt() -> (String, String, Vec<Vec<u8>>) {
+    use narad_engine::{Interrupt, StartRun};
+    let dir = tempfile::tempdir().unwrap();
+    let src = engine(dir.path()).await;
     let sid = common::session(&src).await;
     let run = src.start_run(&me(), &sid, StartRun::new()).await.unwrap();
     let on_run = Interrupt::on_run(run.run_id(), "approval", ["approve", "deny"]);
     let (iid, _) = src.request_interrupt(&me(), &sid, on_run).await.unwrap();
     let records = common::journal(&src, &sid).await;
+    (sid, iid, records)
+}
+
+/// An imported open interrupt joins the store-wide interrupt index, as a
+/// requested one does: it is listed and resolved by its id alone. A
+/// second session that carries the same interrupt id is refused whole.
+#[tokio::test]
+async fn an_imported_interrupt_is_listed_and_resolved_by_its_id() {
+    use narad_engine::{EngineError, Resolve};
+    let dir = tempfile::tempdir().unwrap();
+    let (sid, iid, records) = with_an_open_interrupt().await;
 
     let e = engine(dir.path()).await;
     e.import(&me(), &records).await.unwrap();
@@ -160,4 +169,46 @@ async fn an_imported_interrupt_is_listed_and_resolved_by_its_id() {
     assert!(err.to_string().contains(&iid), "{err}");
     assert_eq!(e.store().head("s-other").await.unwrap(), 0);
     common::assert_valid(&e, &sid).await;
+}
+
+/// A store imported by an older build holds the journal but not its
+/// interrupts' index entries: `unindexed_interrupts` names them and
+/// `reindex` adds them, after which the interrupt resolves by its id.
+#[tokio::test]
+async fn reindex_adds_the_interrupt_entries_an_older_import_left_out() {
+    use narad_engine::{EngineError, Resolve};
+    use narad_store::{Batch, Expect, SideSpace, SideWrite};
+    let dir = tempfile::tempdir().unwrap();
+    let (sid, iid, records) = with_an_open_interrupt().await;
+    let e = engine(dir.path()).await;
+    e.import(&me(), &records).await.unwrap();
+    assert!(e.unindexed_interrupts(&sid).await.unwrap().is_empty());
+    assert!(!e.reindex(&me(), &sid).await.unwrap(), "nothing to repair");
+    // What an older import left: the entry removed, the journal as it is.
+    let head = e.store().head(&sid).await.unwrap();
+    let forget = SideWrite {
+        space: SideSpace::Interrupt,
+        key: iid.clone(),
+        expect: Expect::Any,
+        value: None,
+    };
+    let batch = Batch {
+        session_id: sid.clone(),
+        expected_head: head,
+        side: vec![forget],
+        ..Batch::default()
+    };
+    e.store().append(batch).await.unwrap();
+    let resolve = || Resolve::new(&iid, "approve");
+    let err = e.resolve_interrupt(&me(), resolve()).await.unwrap_err();
+    assert!(
+        matches!(err, EngineError::UnknownInterrupt { .. }),
+        "{err:?}"
+    );
+    assert_eq!(e.unindexed_interrupts(&sid).await.unwrap(), [iid.as_str()]);
+    assert!(e.reindex(&me(), &sid).await.unwrap());
+    assert!(e.unindexed_interrupts(&sid).await.unwrap().is_empty());
+    assert!(!e.reindex(&me(), &sid).await.unwrap());
+    e.resolve_interrupt(&me(), resolve()).await.unwrap();
+    assert_eq!(e.store().head(&sid).await.unwrap(), head + 2);
 }
