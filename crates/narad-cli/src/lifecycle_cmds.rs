@@ -146,29 +146,30 @@ fn print_entry(s: &SessionEntry) -> Result<(), Failure> {
 }
 
 /// The valid sessions whose indexes differ from their journals, with
-/// what differs: the session-index entry, or interrupt-index entries the
-/// journal calls for (an import by an older build wrote none).
+/// what differs: the session-index entry, or interrupt-index entries for
+/// the interrupts the journal requested (`verify` read them on its pass;
+/// an import by an older build wrote none).
 pub async fn verify_index(
     store: &AnyStore,
-    sids: &[String],
+    valid: Vec<(String, Vec<String>)>,
 ) -> Result<Vec<(String, String)>, Failure> {
     let engine = Engine::new(store.clone());
     let mut differ = Vec::new();
-    for sid in sids {
-        match engine.check_index(sid).await {
+    for (sid, interrupts) in valid {
+        match engine.check_index(&sid).await {
             Ok(None) | Err(EngineError::UnknownSession { .. }) => {}
             Ok(Some(_)) => {
                 differ.push((sid.clone(), "session index differs from its journal".into()))
             }
             Err(e) => return Err(refused(e)),
         }
-        let missing = engine.unindexed_interrupts(sid).await.map_err(refused)?;
-        if !missing.is_empty() {
-            let n = missing.len();
-            differ.push((
-                sid.clone(),
-                format!("interrupt index lacks {n} of its interrupts"),
-            ));
+        let n = engine
+            .unindexed_among(interrupts)
+            .await
+            .map_err(refused)?
+            .len();
+        if n > 0 {
+            differ.push((sid, format!("interrupt index lacks {n} of its interrupts")));
         }
     }
     Ok(differ)

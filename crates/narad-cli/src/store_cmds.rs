@@ -73,7 +73,8 @@ pub fn journal_pages<'a>(
 /// A session's verdict: the first damage of its rows against their keys
 /// and its head record, else the checker's first refusal, else sound.
 enum Finding {
-    Sound,
+    /// With the interrupt ids the journal requested (for the index check).
+    Sound(Vec<String>),
     Refused(u64, &'static str, String),
     Damaged(Option<u64>, Damage),
 }
@@ -87,6 +88,7 @@ async fn inspect(store: &AnyStore, sid: &str) -> Result<Finding, String> {
     let mut pages = journal_pages(store, sid, 0);
     let mut c = Checker::default();
     let (mut last, mut refused) = (0u64, None);
+    let mut interrupts = Vec::new();
     loop {
         let page = match pages.next().await {
             Ok(Some(page)) => page,
@@ -102,6 +104,7 @@ async fn inspect(store: &AnyStore, sid: &str) -> Result<Finding, String> {
                 return Ok(Finding::Damaged(Some(want), Damage::Gap));
             }
             last = want;
+            interrupts.extend(narad_engine::requested_interrupt(&ev.bytes));
             if refused.is_none() {
                 if let Err(r) = c.push_bytes(&ev.bytes) {
                     refused = Some((want, r.code, r.to_string()));
@@ -117,7 +120,7 @@ async fn inspect(store: &AnyStore, sid: &str) -> Result<Finding, String> {
     }
     Ok(match refused {
         Some((seq, code, why)) => Finding::Refused(seq, code, why),
-        None => Finding::Sound,
+        None => Finding::Sound(interrupts),
     })
 }
 
@@ -274,9 +277,9 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
                     None => out!("{}: damaged ({})", plain(sid), damage.code()),
                 }
             }
-            Finding::Sound => {
+            Finding::Sound(interrupts) => {
                 ok += 1;
-                valid.push(sid.clone());
+                valid.push((sid.clone(), interrupts));
             }
             Finding::Refused(seq, code, why) => {
                 bad += 1;
@@ -300,7 +303,7 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
     }
     bar.finish_and_clear();
     // The session index against a rebuild from each valid journal.
-    let stale = crate::lifecycle_cmds::verify_index(&store, &valid).await?;
+    let stale = crate::lifecycle_cmds::verify_index(&store, valid).await?;
     for (sid, what) in &stale {
         if json {
             json_line(&VerifyLine::IndexDiffers { session: sid })?;

@@ -21,8 +21,16 @@ struct Requested {
 }
 
 /// The interrupt id of a stored `interrupt.requested` (`None` for any
-/// other event; the bytes are searched before any is parsed).
-fn requested_id(bytes: &[u8]) -> Option<String> {
+/// other event; the bytes are searched before any is parsed), for a
+/// reader that passes a journal by to collect what
+/// [`Engine::unindexed_among`] checks.
+///
+/// ```
+/// let ev = br#"{"type":"interrupt.requested","interruptId":"i-1","waitId":"w"}"#;
+/// assert_eq!(narad_engine::requested_interrupt(ev).as_deref(), Some("i-1"));
+/// assert_eq!(narad_engine::requested_interrupt(br#"{"type":"run.started"}"#), None);
+/// ```
+pub fn requested_interrupt(bytes: &[u8]) -> Option<String> {
     memchr::memmem::find(bytes, b"\"interrupt.requested\"")?;
     let r: Requested = serde_json::from_slice(bytes).ok()?;
     (r.ty == "interrupt.requested")
@@ -41,13 +49,29 @@ impl<S: Store + 'static> Engine<S> {
         let head = store.head(session_id).await?;
         let mut requested = Vec::new();
         for_each_event(store, session_id, 0, head, 1024, |ev| {
-            requested.extend(requested_id(&ev.bytes));
+            requested.extend(requested_interrupt(&ev.bytes));
             Ok(())
         })
         .await?;
+        self.unindexed_among(requested).await
+    }
+
+    /// Of `requested` (interrupt ids a journal requested, as
+    /// [`requested_interrupt`] reads them), those the interrupt index
+    /// lacks, in order: one index read each, no journal read.
+    pub async fn unindexed_among(
+        &self,
+        requested: impl IntoIterator<Item = String>,
+    ) -> Result<Vec<String>, EngineError> {
         let mut missing = Vec::new();
         for iid in requested {
-            if store.side(SideSpace::Interrupt, &iid).await?.is_none() {
+            if self
+                .inner
+                .store
+                .side(SideSpace::Interrupt, &iid)
+                .await?
+                .is_none()
+            {
                 missing.push(iid);
             }
         }

@@ -69,6 +69,7 @@ pub use host::{
 };
 pub use idempotent::Idempotent;
 pub use index::{ActiveExecution, SessionEntry, SessionPage, SessionQuery, SessionStatus};
+pub use interrupt_index::requested_interrupt;
 pub use lifecycle::{Deleted, OpenWork, DELETE_ACTION};
 pub use narad_core::model::Outcome;
 pub use operator::{InterruptPage, ListedInterrupt};
