@@ -146,30 +146,29 @@ fn print_entry(s: &SessionEntry) -> Result<(), Failure> {
 }
 
 /// The valid sessions whose indexes differ from their journals, with
-/// what differs: the session-index entry, or interrupt-index entries for
-/// the interrupts the journal requested (`verify` read them on its pass;
-/// an import by an older build wrote none).
+/// which index (`session_index` or `interrupt_index`) and what differs:
+/// the session-index entry, or interrupt-index entries for the
+/// interrupts the journal requested (`verify` read them on its pass; an
+/// import by an older build wrote none).
 pub async fn verify_index(
     store: &AnyStore,
     valid: Vec<(String, Vec<String>)>,
-) -> Result<Vec<(String, String)>, Failure> {
+) -> Result<Vec<(String, &'static str, String)>, Failure> {
     let engine = Engine::new(store.clone());
     let mut differ = Vec::new();
     for (sid, interrupts) in valid {
         match engine.check_index(&sid).await {
             Ok(None) | Err(EngineError::UnknownSession { .. }) => {}
             Ok(Some(_)) => {
-                differ.push((sid.clone(), "session index differs from its journal".into()))
+                let what = "session index differs from its journal".to_owned();
+                differ.push((sid.clone(), "session_index", what));
             }
             Err(e) => return Err(refused(e)),
         }
-        let n = engine
-            .unindexed_among(interrupts)
-            .await
-            .map_err(refused)?
-            .len();
-        if n > 0 {
-            differ.push((sid, format!("interrupt index lacks {n} of its interrupts")));
+        let missing = engine.unindexed_among(interrupts).await.map_err(refused)?;
+        if !missing.is_empty() {
+            let what = format!("interrupt index lacks {} of its interrupts", missing.len());
+            differ.push((sid, "interrupt_index", what));
         }
     }
     Ok(differ)

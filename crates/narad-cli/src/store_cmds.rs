@@ -145,7 +145,11 @@ enum VerifyLine<'a> {
     },
     /// A session-index entry that differs from its rebuild.
     #[serde(rename_all = "camelCase")]
-    IndexDiffers { session: &'a str },
+    IndexDiffers {
+        session: &'a str,
+        /// `session_index` or `interrupt_index`.
+        index: &'static str,
+    },
     /// The store file itself is damaged.
     #[serde(rename_all = "camelCase")]
     FileDamaged { repaired: bool },
@@ -304,15 +308,16 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
     bar.finish_and_clear();
     // The session index against a rebuild from each valid journal.
     let stale = crate::lifecycle_cmds::verify_index(&store, valid).await?;
-    for (sid, what) in &stale {
+    for (sid, index, what) in &stale {
         if json {
-            json_line(&VerifyLine::IndexDiffers { session: sid })?;
+            json_line(&VerifyLine::IndexDiffers {
+                session: sid,
+                index,
+            })?;
         } else {
             out!("{}: {what} (narad reindex repairs it)", plain(sid));
         }
-    }
-    if !stale.is_empty() {
-        *kinds.entry("session_index").or_default() += stale.len() as u64;
+        *kinds.entry(index).or_default() += 1;
     }
     let total = all.len() as u64;
     if json {

@@ -220,6 +220,7 @@ fn verify_and_reindex_cover_the_interrupt_index() {
     assert_eq!(code, 1, "{out}");
     let want = "s-open: interrupt index lacks 1 of its interrupts (narad reindex repairs it)";
     assert!(out.contains(want), "{out}");
+    assert!(out.contains("damaged (interrupt_index: 1)"), "{out}");
     let (code, out, _) = narad(&["reindex", "--store", &url]);
     assert_eq!(
         (code, out.as_str()),
