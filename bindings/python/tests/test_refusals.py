@@ -122,3 +122,37 @@ async def test_bad_store_url_is_a_store_error(tmp_path):
     with pytest.raises(narad.StoreError) as not_a_store:
         await narad.Engine.open(f"sqlite:{tmp_path / 'text.sqlite'}")
     assert not_a_store.value.code == "not_a_store"
+
+
+async def test_counts_out_of_range_are_typed_refusals(url):
+    """A negative count, or one past 2**64 - 1, is an InvalidCommandError
+    with the engine's code (``invalid_limit`` for a page limit), not the
+    OverflowError of the conversion to a native integer; a wrong type is
+    still a TypeError."""
+    e = await narad.Engine.open(url)
+    sid = await e.create_session("s")
+    calls = {
+        "invalid_limit": [
+            lambda: e.history(sid, limit=-1),
+            lambda: e.history(sid, limit=2**64),
+            lambda: e.sessions(limit=-1),
+            lambda: e.list_sessions(limit=-5),
+            lambda: e.open_interrupts(limit=-1),
+        ],
+        "invalid_command": [
+            lambda: e.history(sid, after=-1),
+            lambda: e.state_at(sid, 2**70),
+            lambda: e.fork(sid, -3),
+            lambda: e.workspace_watch("w", after=-1),
+        ],
+    }
+    for code, makes in calls.items():
+        for make in makes:
+            with pytest.raises(narad.InvalidCommandError) as refused:
+                await make()
+            assert refused.value.code == code
+            assert "2**64" in refused.value.message or "negative" in refused.value.message
+    with pytest.raises(TypeError):
+        await e.history(sid, limit="3")
+    assert (await e.history(sid, limit=2**64 - 1)).events == []
+    await e.close()

@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import Any, Awaitable, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 from . import _native
+from ._errors import _count
 from ._host import Authorizer, EngineConfig, ManualClock
 from ._assets import _AssetsMixin
 from ._more import _LifecycleMixin, _RecordsMixin, _posix, _scope
@@ -529,7 +530,7 @@ class Engine(_LifecycleMixin, _RecordsMixin, _AssetsMixin):
 
     async def open_interrupts(self, *, after: Optional[str] = None, limit: int = 100) -> Dict[str, Any]:
         """Open interrupts of every session, one index page: ``{"open": [...], "next": ...}``."""
-        page, nxt = await self._native.open_interrupts(after, limit)
+        page, nxt = await self._native.open_interrupts(after, _count("limit", limit, "invalid_limit"))
         return {"open": [{"sessionId": s, "interruptId": i, "scope": {"kind": sc[0], "id": sc[1]}, "kind": k,
                           "title": t, "actions": list(a), "expiresAt": x} for s, i, sc, k, t, a, x in page],
                 "next": nxt}
@@ -575,8 +576,10 @@ class Engine(_LifecycleMixin, _RecordsMixin, _AssetsMixin):
                       workflow_id: Optional[str] = None, after_workflow_sequence: Optional[int] = None,
                       limit: int = 1000) -> HistoryPage:
         """One page of history (§10.2) by session, run-tree or workflow cursor."""
-        events, nxt = await self._native.history(session_id, after, root_run_id, after_sequence,
-                                                 workflow_id, after_workflow_sequence, limit)
+        events, nxt = await self._native.history(session_id, _count("after", after), root_run_id,
+                                                 _count("after_sequence", after_sequence), workflow_id,
+                                                 _count("after_workflow_sequence", after_workflow_sequence),
+                                                 _count("limit", limit, "invalid_limit"))
         return HistoryPage([AttachItem(kind, None, raw) for kind, raw in events], nxt)
 
     def attach(self, session_id: str) -> Attachment:
@@ -585,7 +588,7 @@ class Engine(_LifecycleMixin, _RecordsMixin, _AssetsMixin):
 
     def subscribe(self, session_id: str, after: int = 0) -> Attachment:
         """Follows a session from ``after`` (a ``sessionSequence``): replay, then live."""
-        return Attachment(self, session_id, after)
+        return Attachment(self, session_id, _count("after", after))
 
     # Client execution, host side (§11)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 __all__ = [
     "NaradError",
@@ -91,3 +91,20 @@ _FAMILIES = {
 def _from_native(family: str, code: str, section: Optional[str], message: str) -> NaradError:
     """Builds the exception the extension module raises (internal)."""
     return _FAMILIES.get(family, NaradError)(code, section, message)
+
+
+_U64_MAX = 2**64 - 1
+
+
+def _count(name: str, value: Any, code: str = "invalid_command") -> Any:
+    """``value`` when it is an ``int`` from 0 to 2**64 - 1 (``None`` passes:
+    the argument is optional); else the typed refusal, as the engine
+    refuses a page limit of 0, rather than the ``OverflowError`` of the
+    conversion to a native count (internal)."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int):
+        return value  # None, or a wrong type: the native call's TypeError names it
+    if value < 0:
+        raise InvalidCommandError(code, None, f"{name} must not be negative")
+    if value > _U64_MAX:
+        raise InvalidCommandError(code, None, f"{name} is past 2**64 - 1")
+    return value

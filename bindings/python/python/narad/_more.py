@@ -12,7 +12,7 @@ import logging
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _native
-from ._errors import NaradError, NotFoundError
+from ._errors import NaradError, NotFoundError, _count
 from ._state import Deleted, PruneReport, SessionEntry, SessionPage, SessionState
 
 Time = Union[None, float, int, _dt.datetime]
@@ -107,12 +107,13 @@ class _LifecycleMixin:
         session index alone (no journal is read). ``after`` is the previous
         page's ``next``; sessions this principal may not read are left out."""
         entries, nxt = await _native.sessions(self._native, list(status), workspace_id, dict(labels or {}),
-                                              _posix(updated_after), _posix(updated_before), after, limit)
+                                              _posix(updated_after), _posix(updated_before), after,
+                                              _count("limit", limit, "invalid_limit"))
         return SessionPage([SessionEntry(*e) for e in entries], nxt)
 
     async def list_sessions(self, *, after: Optional[str] = None, limit: int = 100) -> List[str]:
         """Session ids in id order after ``after``, at most ``limit``."""
-        return list(await _native.list_sessions(self._native, after, limit))
+        return list(await _native.list_sessions(self._native, after, _count("limit", limit, "invalid_limit")))
 
     async def set_labels(self, session_id: str, labels: Dict[str, str]) -> None:
         """Replaces a session's host labels (refused once archived)."""
@@ -133,7 +134,7 @@ class _LifecycleMixin:
 
     async def deleted_sessions(self, *, after: Optional[str] = None, limit: int = 100) -> List[str]:
         """Ids of the sessions deleted so far, in id order."""
-        return list(await _native.deleted_sessions(self._native, after, limit))
+        return list(await _native.deleted_sessions(self._native, after, _count("limit", limit, "invalid_limit")))
 
     async def prune(self, *, max_idle: Union[None, float, _dt.timedelta] = None,
                     max_sessions_per_workspace: Optional[int] = None, force: bool = False,
@@ -154,7 +155,7 @@ class _LifecycleMixin:
     async def state_at(self, session_id: str, sequence: int) -> SessionState:
         """The typed state after the events through ``sequence`` (a
         ``sequence`` past the head raises :class:`InvalidCommandError`)."""
-        t = await _native.state_at(self._native, session_id, sequence)
+        t = await _native.state_at(self._native, session_id, _count("sequence", sequence))
         if t is None:
             shown = repr(session_id)[1:-1]  # control characters escaped
             raise NotFoundError("unknown_session", None, f"no session `{shown}` in this store")
@@ -163,7 +164,7 @@ class _LifecycleMixin:
     async def fork(self, session_id: str, through: int) -> str:
         """A new session whose journal is this one's first ``through``
         events (new session and event ids); returns its id."""
-        return await _native.fork(self._native, session_id, through)
+        return await _native.fork(self._native, session_id, _count("through", through))
 
     async def import_records(self, records: Iterable[bytes]) -> Tuple[str, int]:
         """Imports one session's JSONL records (bytes, in order), checked and
@@ -227,12 +228,13 @@ class _LifecycleMixin:
 
     def watch(self, session_id: str, after: int = 0) -> WatchFollow:
         """The session's watch events (§8) after session position ``after``, live."""
-        return WatchFollow(self, session_id, after)
+        return WatchFollow(self, session_id, _count("after", after))
 
     async def workspace_watch(self, workspace_id: str, *, after: int = 0,
                               limit: int = 1000) -> Tuple[List[Tuple[int, Dict[str, Any]]], Optional[int]]:
         """One page of a workspace's watch stream: ``([(revision, event)], next)``."""
-        events, nxt = await _native.workspace_watch(self._native, workspace_id, after, limit)
+        events, nxt = await _native.workspace_watch(self._native, workspace_id, _count("after", after),
+                                                    _count("limit", limit, "invalid_limit"))
         return [(rev, json.loads(b)) for rev, b in events], nxt
 
     async def announce_session(self, session_id: str, *, archived: bool = False) -> int:
