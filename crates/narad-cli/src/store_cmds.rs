@@ -143,7 +143,8 @@ enum VerifyLine<'a> {
         code: &'static str,
         reason: &'a str,
     },
-    /// A session-index entry that differs from its rebuild.
+    /// A session's index (its session-index entry, or the interrupt-index
+    /// entries of its interrupts) that differs from its journal.
     #[serde(rename_all = "camelCase")]
     IndexDiffers {
         session: &'a str,

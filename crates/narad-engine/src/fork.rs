@@ -158,12 +158,9 @@ impl<S: Store + 'static> Engine<S> {
                 meta.encode(),
             ));
             for iid in interrupts.values() {
-                batch.side.push(side(
-                    SideSpace::Interrupt,
-                    iid,
-                    Expect::Absent,
-                    new_sid.clone().into_bytes(),
-                ));
+                batch
+                    .side
+                    .push(crate::interrupt_index::entry(&new_sid, iid));
             }
             let (timers, _) = self.timer_writes(&j, &batch.events, &[]).await?;
             batch.side.extend(timers);

@@ -207,12 +207,9 @@ impl<S: Store + 'static> Engine<S> {
         // requested one does (a fork writes it too).
         for iid in requested {
             match self.inner.store.side(SideSpace::Interrupt, iid).await? {
-                None => batch.side.push(side(
-                    SideSpace::Interrupt,
-                    iid,
-                    Expect::Absent,
-                    j.session_id.clone().into_bytes(),
-                )),
+                None => batch
+                    .side
+                    .push(crate::interrupt_index::entry(&j.session_id, iid)),
                 Some(owner) if owner == j.session_id.as_bytes() => {}
                 Some(_) => {
                     return Err(EngineError::InvalidCommand(format!(

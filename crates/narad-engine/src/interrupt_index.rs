@@ -80,7 +80,7 @@ impl<S: Store + 'static> Engine<S> {
 }
 
 /// The write that adds `interrupt_id`'s entry for `session_id`, expecting
-/// none.
+/// none: what request_interrupt, fork, import and reindex write.
 pub(crate) fn entry(session_id: &str, interrupt_id: &str) -> SideWrite {
     let owner = session_id.as_bytes().to_vec();
     side(SideSpace::Interrupt, interrupt_id, Expect::Absent, owner)

@@ -1,10 +1,10 @@
 //! Interrupts: request (with its pause in the same batch), resolve by id
 //! alone through the global interrupt index, and expiry.
 
-use narad_store::{Expect, SideSpace, Store};
+use narad_store::{SideSpace, Store};
 use serde_json::json;
 
-use crate::command_loop::{side, strip_nulls, Plan};
+use crate::command_loop::{strip_nulls, Plan};
 use crate::command_types::{Interrupt, InterruptScope, Resolve, Resolved};
 use crate::engine::{Cell, Engine};
 use crate::error::EngineError;
@@ -68,12 +68,8 @@ impl<S: Store + 'static> Engine<S> {
                 let mut plan = Plan::of(drafts, (iid.clone(), wait.clone()));
                 // The global index that lets resolve-interrupt find the
                 // owning session from the interrupt id alone.
-                plan.side.push(side(
-                    SideSpace::Interrupt,
-                    &iid,
-                    Expect::Absent,
-                    j.session_id.clone().into_bytes(),
-                ));
+                plan.side
+                    .push(crate::interrupt_index::entry(&j.session_id, &iid));
                 Ok(plan)
             })
             .await?;

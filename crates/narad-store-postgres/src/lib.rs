@@ -70,11 +70,10 @@ fn unreachable(
                 [one] => *one,
                 _ => ports.get(i).copied().unwrap_or(5432),
             };
-            (h, port)
-        })
-        .map(|(h, port)| match h {
-            Host::Tcp(name) => format!("{name}:{port}"),
-            Host::Unix(dir) => format!("{}:{port}", dir.display()),
+            match h {
+                Host::Tcp(name) => format!("{name}:{port}"),
+                Host::Unix(dir) => format!("{}:{port}", dir.display()),
+            }
         })
         .collect();
     let user = config
