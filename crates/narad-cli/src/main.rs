@@ -346,6 +346,7 @@ async fn run(command: Command) -> store_cmds::Outcome {
         Command::Verify { store, json } => store_cmds::verify(&store, json).await,
         Command::Tick { store, json } => tick_cmd::tick(existing(store).await?, json).await,
         Command::Migrate { from, to } => {
+            migrate_cmd::distinct(&from, &to)?;
             let (from, to) = (existing(from).await?, open(to).await?);
             migrate_cmd::migrate(&from, &to).await
         }

@@ -70,6 +70,60 @@ fn import_export_show_verify_and_migrate_round_trip_exact_bytes() {
     assert_eq!(a, b);
 }
 
+/// `--from` and `--to` naming one store, however spelled, is refused
+/// before either is opened: a redb file would say "already open", and a
+/// SQLite store would be "verified" against itself.
+#[test]
+fn migrate_refuses_a_store_onto_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = trace("tool-after-stop.jsonl");
+    for (scheme, file) in [("redb", "a.redb"), ("sqlite", "a.sqlite")] {
+        let url = format!("{scheme}:{}", dir.path().join(file).display());
+        assert_eq!(narad(&["import", "--store", &url, &good]).0, 0);
+        let before = std::fs::read(dir.path().join(file)).unwrap();
+        let link = dir.path().join(format!("link-{file}"));
+        std::fs::hard_link(dir.path().join(file), &link).unwrap();
+        for other in [
+            url.clone(),
+            format!("{scheme}:{}/./{file}", dir.path().display()),
+            format!("{scheme}:{}", link.display()),
+        ] {
+            let (code, out, err) = narad(&["migrate", "--from", &url, "--to", &other]);
+            assert_eq!(code, 1, "{out}{err}");
+            let path = other.split_once(':').unwrap().1;
+            assert_eq!(
+                err.trim_end(),
+                format!(
+                    "narad: --from and --to name the same store ({path}); \
+                     migrate copies from one store to another"
+                ),
+            );
+            assert!(out.is_empty(), "{out}");
+        }
+        assert_eq!(std::fs::read(dir.path().join(file)).unwrap(), before);
+    }
+    // One PostgreSQL database and schema: refused with no connection
+    // tried, and the password is not echoed.
+    let pg = "postgres://u:hunter2@127.0.0.1:1/db";
+    let (code, _, err) = narad(&[
+        "migrate",
+        "--from",
+        pg,
+        "--to",
+        &format!("{pg}?schema=narad"),
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("(one PostgreSQL database and schema)"),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2"), "{err}");
+    // Another schema of that database is another store (here: unreachable).
+    let (code, _, err) = narad(&["migrate", "--from", pg, "--to", &format!("{pg}?schema=b")]);
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot connect"), "{err}");
+}
+
 #[test]
 fn verify_reports_a_stored_journal_the_checker_refuses() {
     let dir = tempfile::tempdir().unwrap();

@@ -52,6 +52,20 @@ fn backend(e: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
+/// A connection URL tokio-postgres does not parse, with the innermost
+/// cause (which option, which byte), not its bare "invalid connection
+/// string". The causes name option keys and positions, never a value.
+fn invalid_url(e: &tokio_postgres::Error) -> StoreError {
+    let mut cause: &(dyn std::error::Error + 'static) = e;
+    while let Some(inner) = cause.source() {
+        cause = inner;
+    }
+    StoreError::Backend(format!(
+        "invalid PostgreSQL connection URL: {}",
+        cause.to_string().escape_debug()
+    ))
+}
+
 /// A failed first connection to the server `config` names: where, as
 /// `postgres://USER@HOST:PORT/DB` (no password), and the innermost cause.
 fn unreachable(
@@ -144,7 +158,7 @@ impl PostgresStore {
                 "invalid schema name `{schema}`"
             )));
         }
-        let config: tokio_postgres::Config = url.parse().map_err(backend)?;
+        let config: tokio_postgres::Config = url.parse().map_err(|e| invalid_url(&e))?;
         let manager = Manager::from_config(
             config.clone(),
             NoTls,

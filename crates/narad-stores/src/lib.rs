@@ -143,6 +143,50 @@ impl StoreUrl {
             Self::Postgres(..) => "postgres",
         }
     }
+
+    /// Whether two URLs name one store: one existing file however either
+    /// spells its path (`a.db`, `./a.db`, an absolute path, a link), or
+    /// one PostgreSQL connection URL and schema. A copy from a store onto
+    /// itself would copy nothing and then verify the store against
+    /// itself, so `narad migrate` refuses it.
+    ///
+    /// ```
+    /// use narad_stores::StoreUrl;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let file = dir.path().join("a.db");
+    /// std::fs::write(&file, b"").unwrap();
+    /// let a = StoreUrl::parse(&format!("sqlite:{}", file.display())).unwrap();
+    /// let b = StoreUrl::parse(&format!("sqlite:{}/./a.db", dir.path().display())).unwrap();
+    /// assert!(a.same_store(&b));
+    /// let c = StoreUrl::parse(&format!("sqlite:{}/b.db", dir.path().display())).unwrap();
+    /// assert!(!a.same_store(&c)); // b.db does not exist: not the same store
+    /// ```
+    pub fn same_store(&self, other: &StoreUrl) -> bool {
+        match (self, other) {
+            (Self::Postgres(a, s), Self::Postgres(b, t)) => a == b && s == t,
+            (Self::Redb(a) | Self::Sqlite(a), Self::Redb(b) | Self::Sqlite(b)) => same_file(a, b),
+            _ => false,
+        }
+    }
+}
+
+/// Whether two paths name one existing file.
+fn same_file(a: &str, b: &str) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 /// Opens (or creates) the store a URL names. For commands that write.
