@@ -8,7 +8,11 @@ use narad_store::{
     StoredEvent, View, WatchWrite,
 };
 
-use crate::{backend, col, int, space, uint, PostgresStore};
+use crate::{backend, col, id_col, int, space, uint, PostgresStore};
+
+/// The longest id a notice carries as it is (the payload's limit is 8,000
+/// bytes); longer ones go by their index key, at most 2,112 hex digits.
+const PLAIN_NOTICE_ID: usize = 4000;
 
 /// What one append's transaction read, for [`plan_batch`].
 #[derive(Default)]
@@ -53,6 +57,36 @@ impl View for Read {
 }
 
 impl PostgresStore {
+    /// Queues the commit notice `kind` (`s` session, `w` workspace) for
+    /// `id` at `n`, delivered on commit. A `NOTIFY` payload is text of at
+    /// most 8,000 bytes, so an id that holds U+0000 or is long goes by its
+    /// index key in hex, under the upper-case kind, and the listener looks
+    /// the id up ([`crate::listen`]).
+    async fn notify(
+        &self,
+        tx: &tokio_postgres::Transaction<'_>,
+        channel: &str,
+        kind: char,
+        n: u64,
+        id: &str,
+    ) -> Result<(), StoreError> {
+        if id.len() <= PLAIN_NOTICE_ID && !id.contains('\0') {
+            let payload = format!("{kind}\t{n}\t{id}");
+            tx.execute("SELECT pg_notify($1, $2)", &[&channel, &payload])
+                .await
+                .map_err(backend)?;
+        } else {
+            let head = format!("{}\t{n}\t", kind.to_ascii_uppercase());
+            tx.execute(
+                &self.sql("SELECT pg_notify($1, $2 || encode({s}.k($3), 'hex'))"),
+                &[&channel, &head, &id.as_bytes()],
+            )
+            .await
+            .map_err(backend)?;
+        }
+        Ok(())
+    }
+
     pub(crate) async fn append_tx(
         &self,
         c: &mut deadpool_postgres::Object,
@@ -70,37 +104,38 @@ impl PostgresStore {
                 .query_one(
                     &tx.prepare_cached(&self.sql(
                         "INSERT INTO {s}.heads (session, head) VALUES ($1, 0)
-                         ON CONFLICT (session) DO UPDATE SET head = {s}.heads.head RETURNING head",
+                         ON CONFLICT ({s}.k(session)) DO UPDATE SET head = {s}.heads.head RETURNING head",
                     ))
                     .await
                     .map_err(backend)?,
-                    &[&sid],
+                    &[&sid.as_bytes()],
                 )
                 .await
                 .map_err(backend)?;
             read.head = uint(col(&row, 0)?)?;
-            let ids: Vec<&str> = reads.events.iter().copied().collect();
+            let ids: Vec<&[u8]> = reads.events.iter().map(|id| id.as_bytes()).collect();
             for row in tx
                 .query(
-                    &tx.prepare_cached(&self.sql("SELECT event_id, seq, bytes FROM {s}.events WHERE session = $1 AND event_id = ANY($2)")).await.map_err(backend)?,
-                    &[&sid, &ids],
+                    &tx.prepare_cached(&self.sql("SELECT event_id, seq, bytes FROM {s}.events WHERE {s}.k(session) = {s}.k($1)
+                         AND {s}.k(event_id) = ANY(ARRAY(SELECT {s}.k(id) FROM unnest($2::BYTEA[]) AS id))")).await.map_err(backend)?,
+                    &[&sid.as_bytes(), &ids],
                 )
                 .await
                 .map_err(backend)?
             {
                 read.events
-                    .insert(col(&row, 0)?, (uint(col(&row, 1)?)?, col(&row, 2)?));
+                    .insert(id_col(&row, 0)?, (uint(col(&row, 1)?)?, col(&row, 2)?));
             }
             for &(tag, id) in &reads.scopes {
                 let q = if tag == ScopeKey::Run {
-                    "SELECT COALESCE(MAX(rseq), 0) FROM {s}.events WHERE session = $1 AND root = $2"
+                    "SELECT COALESCE(MAX(rseq), 0) FROM {s}.events WHERE {s}.k(session) = {s}.k($1) AND {s}.k(root) = {s}.k($2)"
                 } else {
-                    "SELECT COALESCE(MAX(wseq), 0) FROM {s}.events WHERE session = $1 AND wf = $2"
+                    "SELECT COALESCE(MAX(wseq), 0) FROM {s}.events WHERE {s}.k(session) = {s}.k($1) AND {s}.k(wf) = {s}.k($2)"
                 };
                 let row = tx
                     .query_one(
                         &tx.prepare_cached(&self.sql(q)).await.map_err(backend)?,
-                        &[&sid, &id],
+                        &[&sid.as_bytes(), &id.as_bytes()],
                     )
                     .await
                     .map_err(backend)?;
@@ -112,8 +147,8 @@ impl PostgresStore {
             let row = tx
                 .query_opt(
                     &self
-                        .sql("SELECT value FROM {s}.side WHERE space = $1 AND key = $2 FOR UPDATE"),
-                    &[&space(sp), &key],
+                        .sql("SELECT value FROM {s}.side WHERE space = $1 AND {s}.k(key) = {s}.k($2) FOR UPDATE"),
+                    &[&space(sp), &key.as_bytes()],
                 )
                 .await
                 .map_err(backend)?;
@@ -124,18 +159,18 @@ impl PostgresStore {
         for &ws in &reads.watch_heads {
             tx.execute(
                 &tx.prepare_cached(&self.sql("INSERT INTO {s}.watch_heads (workspace, revision) VALUES ($1, 0) ON CONFLICT DO NOTHING")).await.map_err(backend)?,
-                &[&ws],
+                &[&ws.as_bytes()],
             )
             .await
             .map_err(backend)?;
             let row = tx
                 .query_one(
                     &tx.prepare_cached(&self.sql(
-                        "SELECT revision FROM {s}.watch_heads WHERE workspace = $1 FOR UPDATE",
+                        "SELECT revision FROM {s}.watch_heads WHERE {s}.k(workspace) = {s}.k($1) FOR UPDATE",
                     ))
                     .await
                     .map_err(backend)?,
-                    &[&ws],
+                    &[&ws.as_bytes()],
                 )
                 .await
                 .map_err(backend)?;
@@ -146,12 +181,12 @@ impl PostgresStore {
                 .query_opt(
                     &tx.prepare_cached(
                         &self.sql(
-                            "SELECT bytes FROM {s}.watch WHERE workspace = $1 AND event_id = $2",
+                            "SELECT bytes FROM {s}.watch WHERE {s}.k(workspace) = {s}.k($1) AND {s}.k(event_id) = {s}.k($2)",
                         ),
                     )
                     .await
                     .map_err(backend)?,
-                    &[&ws, &event_id],
+                    &[&ws.as_bytes(), &event_id.as_bytes()],
                 )
                 .await
                 .map_err(backend)?;
@@ -173,12 +208,12 @@ impl PostgresStore {
             // The run-tree and workflow indexes are columns of `events`;
             // the `heads` row stays locked by this transaction until commit.
             for stmt in [
-                "DELETE FROM {s}.events WHERE session = $1",
-                "DELETE FROM {s}.heads WHERE session = $1",
+                "DELETE FROM {s}.events WHERE {s}.k(session) = {s}.k($1)",
+                "DELETE FROM {s}.heads WHERE {s}.k(session) = {s}.k($1)",
             ] {
                 tx.execute(
                     &tx.prepare_cached(&self.sql(stmt)).await.map_err(backend)?,
-                    &[&sid],
+                    &[&sid.as_bytes()],
                 )
                 .await
                 .map_err(backend)?;
@@ -189,8 +224,8 @@ impl PostgresStore {
             let insert = tx
                 .prepare_cached(&self.sql(
                     "INSERT INTO {s}.events (session, seq, event_id, bytes, root, rseq, wf, wseq)
-                     SELECT $1, * FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::BYTEA[],
-                                              $5::TEXT[], $6::BIGINT[], $7::TEXT[], $8::BIGINT[])",
+                     SELECT $1, * FROM UNNEST($2::BIGINT[], $3::BYTEA[], $4::BYTEA[],
+                                              $5::BYTEA[], $6::BIGINT[], $7::BYTEA[], $8::BIGINT[])",
                 ))
                 .await
                 .map_err(backend)?;
@@ -205,14 +240,14 @@ impl PostgresStore {
             );
             for ev in &fresh {
                 cols.0.push(int(ev.position.session_sequence)?);
-                cols.1.push(ev.event_id.as_str());
+                cols.1.push(ev.event_id.as_bytes());
                 cols.2.push(ev.bytes.as_ref());
                 let (root, rseq) = match &ev.position.run {
-                    Some((r, s)) => (Some(r.as_str()), Some(int(*s)?)),
+                    Some((r, s)) => (Some(r.as_bytes()), Some(int(*s)?)),
                     None => (None, None),
                 };
                 let (wf, wseq) = match &ev.position.workflow {
-                    Some((w, s)) => (Some(w.as_str()), Some(int(*s)?)),
+                    Some((w, s)) => (Some(w.as_bytes()), Some(int(*s)?)),
                     None => (None, None),
                 };
                 cols.3.push(root);
@@ -223,14 +258,21 @@ impl PostgresStore {
             tx.execute(
                 &insert,
                 &[
-                    &sid, &cols.0, &cols.1, &cols.2, &cols.3, &cols.4, &cols.5, &cols.6,
+                    &sid.as_bytes(),
+                    &cols.0,
+                    &cols.1,
+                    &cols.2,
+                    &cols.3,
+                    &cols.4,
+                    &cols.5,
+                    &cols.6,
                 ],
             )
             .await
             .map_err(backend)?;
         }
         for w in &batch.side {
-            let (sp, key) = (space(w.space), w.key.as_str());
+            let (sp, key) = (space(w.space), w.key.as_bytes());
             let n = match (&w.value, &w.expect) {
                 (Some(v), Expect::Absent) => {
                     tx.execute(
@@ -243,14 +285,14 @@ impl PostgresStore {
                 (Some(v), _) => {
                     tx.execute(
                         &tx.prepare_cached(&self.sql("INSERT INTO {s}.side (space, key, value) VALUES ($1, $2, $3)
-                                   ON CONFLICT (space, key) DO UPDATE SET value = excluded.value")).await.map_err(backend)?,
+                                   ON CONFLICT (space, {s}.k(key)) DO UPDATE SET value = excluded.value")).await.map_err(backend)?,
                         &[&sp, &key, &v.as_ref()],
                     )
                     .await
                     .map_err(backend)?
                 }
                 (None, _) => {
-                    tx.execute(&tx.prepare_cached(&self.sql("DELETE FROM {s}.side WHERE space = $1 AND key = $2")).await.map_err(backend)?, &[&sp, &key])
+                    tx.execute(&tx.prepare_cached(&self.sql("DELETE FROM {s}.side WHERE space = $1 AND {s}.k(key) = {s}.k($2)")).await.map_err(backend)?, &[&sp, &key])
                         .await
                         .map_err(backend)?;
                     1
@@ -266,17 +308,22 @@ impl PostgresStore {
             let rev = int(w.event.revision)?;
             tx.execute(
                 &tx.prepare_cached(&self.sql("INSERT INTO {s}.watch (workspace, revision, event_id, bytes) VALUES ($1, $2, $3, $4)")).await.map_err(backend)?,
-                &[&w.workspace_id, &rev, &w.event.event_id, &w.event.bytes.as_ref()],
+                &[
+                    &w.workspace_id.as_bytes(),
+                    &rev,
+                    &w.event.event_id.as_bytes(),
+                    &w.event.bytes.as_ref(),
+                ],
             )
             .await
             .map_err(backend)?;
             tx.execute(
-                &tx.prepare_cached(
-                    &self.sql("UPDATE {s}.watch_heads SET revision = $2 WHERE workspace = $1"),
-                )
+                &tx.prepare_cached(&self.sql(
+                    "UPDATE {s}.watch_heads SET revision = $2 WHERE {s}.k(workspace) = {s}.k($1)",
+                ))
                 .await
                 .map_err(backend)?,
-                &[&w.workspace_id, &rev],
+                &[&w.workspace_id.as_bytes(), &rev],
             )
             .await
             .map_err(backend)?;
@@ -285,23 +332,19 @@ impl PostgresStore {
         let channel = format!("narad_{}", self.schema);
         if !fresh.is_empty() {
             tx.execute(
-                &tx.prepare_cached(&self.sql("UPDATE {s}.heads SET head = $2 WHERE session = $1"))
-                    .await
-                    .map_err(backend)?,
-                &[&sid, &int(appended.head)?],
+                &tx.prepare_cached(
+                    &self.sql("UPDATE {s}.heads SET head = $2 WHERE {s}.k(session) = {s}.k($1)"),
+                )
+                .await
+                .map_err(backend)?,
+                &[&sid.as_bytes(), &int(appended.head)?],
             )
             .await
             .map_err(backend)?;
-            let payload = format!("s\t{}\t{sid}", appended.head);
-            tx.execute("SELECT pg_notify($1, $2)", &[&channel, &payload])
-                .await
-                .map_err(backend)?;
+            self.notify(&tx, &channel, 's', appended.head, sid).await?;
         }
         for (ws, rev) in newest {
-            let payload = format!("w\t{rev}\t{ws}");
-            tx.execute("SELECT pg_notify($1, $2)", &[&channel, &payload])
-                .await
-                .map_err(backend)?;
+            self.notify(&tx, &channel, 'w', rev, ws).await?;
         }
         tx.commit().await.map_err(backend)?;
         Ok(appended)

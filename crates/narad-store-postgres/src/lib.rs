@@ -16,7 +16,10 @@
 //!
 //! Each store lives in one PostgreSQL schema (default `narad`), created and
 //! migrated by [`PostgresStore::open`] (layout versions as in the embedded
-//! backends: 1 journal and side records, 2 the workspace watch stream).
+//! backends: 1 journal and side records, 2 the workspace watch stream; 3,
+//! PostgreSQL's own, holds every id as its UTF-8 bytes, so an id may hold
+//! U+0000 and lists in byte order whatever the database's collation, and
+//! indexes ids by a bounded key, so an id may be longer than a btree entry).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), narad_store::StoreError> {
@@ -46,10 +49,40 @@ use listen::listen;
 use schema::{migrate, valid_schema};
 
 /// The layout version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
-fn backend(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(e.to_string())
+/// A backend failure in words: the server's own SQLSTATE and message when
+/// the server refused (tokio-postgres says only "db error"), else the
+/// error's text. The server's detail and hint lines, which may quote row
+/// values, are left out.
+fn backend<E: std::error::Error + 'static>(e: E) -> StoreError {
+    let mut cause: &(dyn std::error::Error + 'static) = &e;
+    loop {
+        if let Some(db) = cause.downcast_ref::<tokio_postgres::error::DbError>() {
+            return StoreError::Backend(format!(
+                "PostgreSQL refused ({}): {}",
+                db.code().code(),
+                controls_escaped(db.message())
+            ));
+        }
+        match cause.source() {
+            Some(inner) => cause = inner,
+            None => return StoreError::Backend(e.to_string()),
+        }
+    }
+}
+
+/// `s` with its control characters escaped, so a message stays one line.
+fn controls_escaped(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A connection URL tokio-postgres does not parse, with the innermost
@@ -62,7 +95,7 @@ fn invalid_url(e: &tokio_postgres::Error) -> StoreError {
     }
     StoreError::Backend(format!(
         "invalid PostgreSQL connection URL: {}",
-        cause.to_string().escape_debug()
+        controls_escaped(&cause.to_string())
     ))
 }
 
@@ -109,6 +142,13 @@ fn unreachable(
 /// damaged or hand-altered table) is [`StoreError::Corrupt`], never a panic.
 fn col<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, i: usize) -> Result<T, StoreError> {
     row.try_get(i)
+        .map_err(|_| StoreError::corrupt(Damage::WrongType, None, None))
+}
+
+/// Column `i` of a row, an id held as its UTF-8 bytes (layout 3); bytes
+/// that are not UTF-8 are [`StoreError::Corrupt`].
+fn id_col(row: &Row, i: usize) -> Result<String, StoreError> {
+    String::from_utf8(col::<Vec<u8>>(row, i)?)
         .map_err(|_| StoreError::corrupt(Damage::WrongType, None, None))
 }
 
@@ -250,8 +290,9 @@ impl PostgresStore {
         let c = self.client().await?;
         let stmt = c.prepare_cached(&self.sql(sql)).await.map_err(backend)?;
         let take = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
-        let mut all: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&sid];
-        let scope_id = scope.map(|(_, id)| id);
+        let sid_bytes = sid.as_bytes();
+        let mut all: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&sid_bytes];
+        let scope_id = scope.map(|(_, id)| id.as_bytes());
         if let Some(id) = &scope_id {
             all.push(id);
         }
@@ -322,10 +363,12 @@ impl Store for PostgresStore {
     async fn head(&self, session_id: &str) -> Result<u64, StoreError> {
         let c = self.client().await?;
         let stmt = c
-            .prepare_cached(&self.sql("SELECT head FROM {s}.heads WHERE session = $1"))
+            .prepare_cached(
+                &self.sql("SELECT head FROM {s}.heads WHERE {s}.k(session) = {s}.k($1)"),
+            )
             .await
             .map_err(backend)?;
-        c.query_opt(&stmt, &[&session_id])
+        c.query_opt(&stmt, &[&session_id.as_bytes()])
             .await
             .map_err(backend)?
             .map(|r| uint(col(&r, 0).map_err(|e| in_session(e, session_id))?))
@@ -340,7 +383,7 @@ impl Store for PostgresStore {
         limit: usize,
     ) -> Result<Page, StoreError> {
         self.page(
-            "SELECT seq, seq, bytes FROM {s}.events WHERE session = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+            "SELECT seq, seq, bytes FROM {s}.events WHERE {s}.k(session) = {s}.k($1) AND seq > $2 ORDER BY seq LIMIT $3",
             session_id,
             None,
             after,
@@ -360,22 +403,25 @@ impl Store for PostgresStore {
         let c = self.client().await?;
         let stmt = c
             .prepare_cached(&self.sql(
-                "SELECT event_id, seq, bytes FROM {s}.events WHERE session = $1 AND event_id = ANY($2) ORDER BY seq",
+                "SELECT event_id, seq, bytes FROM {s}.events WHERE {s}.k(session) = {s}.k($1)
+                 AND {s}.k(event_id) = ANY(ARRAY(SELECT {s}.k(id) FROM unnest($2::BYTEA[]) AS id))
+                 ORDER BY seq",
             ))
             .await
             .map_err(backend)?;
+        let ids: Vec<&[u8]> = event_ids.iter().map(|id| id.as_bytes()).collect();
         let rows = c
-            .query(&stmt, &[&session_id, &event_ids])
+            .query(&stmt, &[&session_id.as_bytes(), &ids])
             .await
             .map_err(backend)?;
         let mut found = Vec::with_capacity(rows.len());
         for r in &rows {
-            let id: &str = col(r, 0).map_err(|e| in_session(e, session_id))?;
+            let id = id_col(r, 0).map_err(|e| in_session(e, session_id))?;
             let seq = uint(col(r, 1).map_err(|e| in_session(e, session_id))?)?;
             let bytes: &[u8] = col(r, 2).map_err(|e| in_session(e, session_id))?;
             found.push(row::decode_found_event(
                 session_id,
-                id,
+                &id,
                 seq,
                 Bytes::copy_from_slice(bytes),
             )?);
@@ -391,7 +437,7 @@ impl Store for PostgresStore {
         limit: usize,
     ) -> Result<Page, StoreError> {
         self.page(
-            "SELECT seq, rseq, bytes FROM {s}.events WHERE session = $1 AND root = $2 AND rseq > $3 ORDER BY rseq LIMIT $4",
+            "SELECT seq, rseq, bytes FROM {s}.events WHERE {s}.k(session) = {s}.k($1) AND {s}.k(root) = {s}.k($2) AND rseq > $3 ORDER BY rseq LIMIT $4",
             session_id,
             Some((Scope::Run, root)),
             after,
@@ -408,7 +454,7 @@ impl Store for PostgresStore {
         limit: usize,
     ) -> Result<Page, StoreError> {
         self.page(
-            "SELECT seq, wseq, bytes FROM {s}.events WHERE session = $1 AND wf = $2 AND wseq > $3 ORDER BY wseq LIMIT $4",
+            "SELECT seq, wseq, bytes FROM {s}.events WHERE {s}.k(session) = {s}.k($1) AND {s}.k(wf) = {s}.k($2) AND wseq > $3 ORDER BY wseq LIMIT $4",
             session_id,
             Some((Scope::Workflow, wf)),
             after,
@@ -425,23 +471,29 @@ impl Store for PostgresStore {
         let c = self.client().await?;
         let stmt = c
             .prepare_cached(&self.sql(
-                "SELECT session FROM {s}.heads WHERE head > 0 AND ($1::TEXT IS NULL OR session > $1)
-                 ORDER BY session LIMIT $2",
+                "SELECT session FROM {s}.heads WHERE head > 0 AND ($1::BYTEA IS NULL
+                    OR ({s}.p(session) >= {s}.p($1) AND session > $1))
+                 ORDER BY {s}.p(session), session LIMIT $2",
             ))
             .await
             .map_err(backend)?;
         let take = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = c.query(&stmt, &[&after, &take]).await.map_err(backend)?;
-        rows.iter().map(|r| col(r, 0)).collect()
+        let rows = c
+            .query(&stmt, &[&after.map(str::as_bytes), &take])
+            .await
+            .map_err(backend)?;
+        rows.iter().map(|r| id_col(r, 0)).collect()
     }
 
     async fn side(&self, space_: SideSpace, key: &str) -> Result<Option<Bytes>, StoreError> {
         let c = self.client().await?;
         let stmt = c
-            .prepare_cached(&self.sql("SELECT value FROM {s}.side WHERE space = $1 AND key = $2"))
+            .prepare_cached(
+                &self.sql("SELECT value FROM {s}.side WHERE space = $1 AND {s}.k(key) = {s}.k($2)"),
+            )
             .await
             .map_err(backend)?;
-        Ok(c.query_opt(&stmt, &[&space(space_), &key])
+        Ok(c.query_opt(&stmt, &[&space(space_), &key.as_bytes()])
             .await
             .map_err(backend)?
             .map(|r| col::<Vec<u8>>(&r, 0).map(Bytes::from))
@@ -455,22 +507,23 @@ impl Store for PostgresStore {
         limit: usize,
     ) -> Result<Vec<(String, Bytes)>, StoreError> {
         let c = self.client().await?;
-        // Byte order on every backend: compare and sort in the "C" collation.
+        // Byte order on every backend: ids are bytes, ordered by their
+        // indexed first 1,024 bytes and then whole.
         let stmt = c
             .prepare_cached(&self.sql(
                 "SELECT key, value FROM {s}.side
-                 WHERE space = $1 AND ($2::TEXT IS NULL OR key > $2 COLLATE \"C\")
-                 ORDER BY key COLLATE \"C\" LIMIT $3",
+                 WHERE space = $1 AND ($2::BYTEA IS NULL OR ({s}.p(key) >= {s}.p($2) AND key > $2))
+                 ORDER BY {s}.p(key), key LIMIT $3",
             ))
             .await
             .map_err(backend)?;
         let take = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = c
-            .query(&stmt, &[&space(space_), &after, &take])
+            .query(&stmt, &[&space(space_), &after.map(str::as_bytes), &take])
             .await
             .map_err(backend)?;
         rows.iter()
-            .map(|r| Ok((col::<String>(r, 0)?, Bytes::from(col::<Vec<u8>>(r, 1)?))))
+            .map(|r| Ok((id_col(r, 0)?, Bytes::from(col::<Vec<u8>>(r, 1)?))))
             .collect()
     }
 
@@ -483,14 +536,18 @@ impl Store for PostgresStore {
         let stmt = c
             .prepare_cached(&self.sql(
                 "SELECT workspace FROM {s}.watch_heads
-                 WHERE revision > 0 AND ($1::TEXT IS NULL OR workspace > $1 COLLATE \"C\")
-                 ORDER BY workspace COLLATE \"C\" LIMIT $2",
+                 WHERE revision > 0 AND ($1::BYTEA IS NULL
+                    OR ({s}.p(workspace) >= {s}.p($1) AND workspace > $1))
+                 ORDER BY {s}.p(workspace), workspace LIMIT $2",
             ))
             .await
             .map_err(backend)?;
         let take = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = c.query(&stmt, &[&after, &take]).await.map_err(backend)?;
-        rows.iter().map(|r| col(r, 0)).collect()
+        let rows = c
+            .query(&stmt, &[&after.map(str::as_bytes), &take])
+            .await
+            .map_err(backend)?;
+        rows.iter().map(|r| id_col(r, 0)).collect()
     }
 
     async fn read_watch(
@@ -502,14 +559,14 @@ impl Store for PostgresStore {
         let c = self.client().await?;
         let stmt = c
             .prepare_cached(&self.sql(
-                "SELECT revision, bytes FROM {s}.watch WHERE workspace = $1 AND revision > $2
+                "SELECT revision, bytes FROM {s}.watch WHERE {s}.k(workspace) = {s}.k($1) AND revision > $2
                  ORDER BY revision LIMIT $3",
             ))
             .await
             .map_err(backend)?;
         let take = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
         let rows = c
-            .query(&stmt, &[&ws, &int(after)?, &take])
+            .query(&stmt, &[&ws.as_bytes(), &int(after)?, &take])
             .await
             .map_err(backend)?;
         let mut out: Vec<StoredWatch> = Vec::new();

@@ -39,7 +39,8 @@ pub use crate::suite_lifecycle::{
     delete_removes_every_record_of_a_session_in_every_space,
 };
 pub use crate::suite_listing::{
-    every_space_migrates_to_another_store, side_records_and_workspaces_list_in_byte_order,
+    any_id_the_protocol_allows_is_kept_listed_and_announced, every_space_migrates_to_another_store,
+    side_records_and_workspaces_list_in_byte_order,
 };
 pub use crate::suite_side::large_side_values_are_kept_whole;
 
@@ -440,7 +441,7 @@ where
     assert_eq!(again.read_watch("ws", 0, 10).await.unwrap().events.len(), 3);
 }
 
-async fn next_commit(sub: &mut crate::Subscription) -> Commit {
+pub(crate) async fn next_commit(sub: &mut crate::Subscription) -> Commit {
     let notice = tokio::time::timeout(std::time::Duration::from_secs(30), sub.recv())
         .await
         .expect("no notice within 30 s");
@@ -616,7 +617,7 @@ macro_rules! store_suite {
     // `$ready` is checked first by every case: a backend that needs a server
     // passes a check that prints a skip notice and returns false without one.
     ($open:expr, unless $ready:expr) => {
-        $crate::store_suite!(@cases $open, $ready; history_is_the_exact_bytes_and_survives_reopen, a_stale_head_conflicts_and_writes_nothing, redelivery_is_idempotent_and_changed_bytes_conflict, events_are_found_by_their_ids, a_batch_with_one_bad_event_is_refused_whole, side_writes_are_conditional_and_atomic_with_events, eight_racing_writers_leave_no_gap_and_no_duplicate, a_hundred_sessions_append_concurrently, workflow_history_pages_by_workflow_sequence, combined_cursors_must_be_mutually_consistent, pages_of_large_events_stop_at_their_bytes, the_workspace_watch_stream_commits_with_its_session, subscribers_hear_every_commit_and_replay_has_no_gap, close_finishes_accepted_appends_and_releases_the_file, good_and_bad_batches_racing_are_each_decided_alone, side_records_and_workspaces_list_in_byte_order, every_space_migrates_to_another_store, delete_removes_every_record_of_a_session_in_every_space, a_tombstone_refuses_every_later_batch_of_its_session, large_side_values_are_kept_whole);
+        $crate::store_suite!(@cases $open, $ready; history_is_the_exact_bytes_and_survives_reopen, a_stale_head_conflicts_and_writes_nothing, redelivery_is_idempotent_and_changed_bytes_conflict, events_are_found_by_their_ids, a_batch_with_one_bad_event_is_refused_whole, side_writes_are_conditional_and_atomic_with_events, eight_racing_writers_leave_no_gap_and_no_duplicate, a_hundred_sessions_append_concurrently, workflow_history_pages_by_workflow_sequence, combined_cursors_must_be_mutually_consistent, pages_of_large_events_stop_at_their_bytes, the_workspace_watch_stream_commits_with_its_session, subscribers_hear_every_commit_and_replay_has_no_gap, close_finishes_accepted_appends_and_releases_the_file, good_and_bad_batches_racing_are_each_decided_alone, side_records_and_workspaces_list_in_byte_order, any_id_the_protocol_allows_is_kept_listed_and_announced, every_space_migrates_to_another_store, delete_removes_every_record_of_a_session_in_every_space, a_tombstone_refuses_every_later_batch_of_its_session, large_side_values_are_kept_whole);
     };
     (@cases $open:expr, $ready:expr; $($name:ident),*) => {
         $(

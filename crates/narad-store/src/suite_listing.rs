@@ -105,6 +105,113 @@ where
     assert_eq!(s.list_workspaces(None, 1).await.unwrap(), vec!["ws-a"]);
 }
 
+/// Letters from a fixed pseudo-random sequence: an id no compression
+/// shortens (as a long random id a host mints would be).
+fn letters(seed: u64, n: usize) -> String {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from(b'a' + (x % 26) as u8)
+        })
+        .collect()
+}
+
+/// Suite case `any_id_the_protocol_allows_is_kept_listed_and_announced`:
+/// an id is any non-empty string (the published schema's only rule), so
+/// one holding U+0000, a non-ASCII one, one of 9,000 bytes and long ones
+/// sharing their first 1,100 bytes are each a session, an event id, a side
+/// key and a workspace on every backend: read back, listed in byte order
+/// (paged), and announced to subscribers by their exact id.
+pub async fn any_id_the_protocol_allows_is_kept_listed_and_announced<S, F, Fut>(dir: &Path, open: F)
+where
+    S: Store + 'static,
+    F: Fn(PathBuf) -> Fut,
+    Fut: Future<Output = Result<S, StoreError>>,
+{
+    let s = open(dir.join("store")).await.unwrap();
+    let mut sub = s.subscribe();
+    let shared = letters(1, 1100);
+    let mut ids: Vec<String> = ["B", "a", "a-b", "a_c", "\u{e9}", "nul\u{0}id", "\u{0}"]
+        .map(String::from)
+        .to_vec();
+    ids.extend([
+        letters(2, 3000),
+        letters(3, 9000),
+        format!("{shared}x"),
+        format!("{shared}a"),
+        shared.clone(),
+    ]);
+    for id in &ids {
+        let mut b = batch(id, 0, vec![event(id, 1, "a")]);
+        b.side.push(put(SideSpace::Timer, id, id));
+        b.watch
+            .push(watch_in(id, "session.created", &format!("w-{id}"), 1, id));
+        s.append(b).await.unwrap();
+        assert_eq!(s.head(id).await.unwrap(), 1);
+        assert_eq!(
+            s.read_session(id, 0, 10).await.unwrap().events,
+            vec![event(id, 1, "a")]
+        );
+        let found = s.find_events(id, &[&format!("{id}-e1-a")]).await.unwrap();
+        assert_eq!(found, vec![event(id, 1, "a")]);
+        assert_eq!(
+            s.side(SideSpace::Timer, id).await.unwrap().as_deref(),
+            Some(id.as_bytes())
+        );
+        assert_eq!(s.read_watch(id, 0, 10).await.unwrap().events.len(), 1);
+        // The session's commit is heard by its exact id (a workspace's
+        // notice may come first or after).
+        let mut heard = Vec::new();
+        while heard.len() < 2 {
+            heard.push(super::suite::next_commit(&mut sub).await);
+        }
+        assert!(
+            heard.contains(&crate::Commit::Session {
+                session_id: id.as_str().into(),
+                head: 1
+            }),
+            "{heard:?}"
+        );
+    }
+    let mut sorted = ids.clone();
+    sorted.sort_unstable_by(|x, y| x.as_bytes().cmp(y.as_bytes()));
+    let (mut sessions, mut keys, mut workspaces) = (Vec::new(), Vec::new(), Vec::new());
+    loop {
+        let page = s
+            .list_sessions(sessions.last().map(String::as_str), 3)
+            .await
+            .unwrap();
+        if page.is_empty() {
+            break;
+        }
+        sessions.extend(page);
+    }
+    loop {
+        let after = keys.last().map(String::as_str);
+        let page = s.list_side(SideSpace::Timer, after, 3).await.unwrap();
+        if page.is_empty() {
+            break;
+        }
+        keys.extend(page.into_iter().map(|(k, _)| k));
+    }
+    loop {
+        let page = s
+            .list_workspaces(workspaces.last().map(String::as_str), 3)
+            .await
+            .unwrap();
+        if page.is_empty() {
+            break;
+        }
+        workspaces.extend(page);
+    }
+    assert!(sessions == sorted, "sessions out of byte order");
+    assert!(keys == sorted, "side keys out of byte order");
+    assert!(workspaces == sorted, "workspaces out of byte order");
+}
+
 /// Suite case `every_space_migrates_to_another_store`: a store holding
 /// journals, a record in every side space and two watch streams is copied
 /// by [`crate::migrate::copy_all`] to another store of the same backend;
