@@ -86,9 +86,21 @@ impl<S: Store + 'static> Engine<S> {
     async fn append_delivering(&self, batch: Batch) -> Result<Appended, StoreError> {
         let mut backoff = std::time::Duration::from_millis(20);
         let mut outcome = self.inner.store.append(batch.clone()).await;
+        // The first failure is the cause; a redelivery's is often only its
+        // echo (redb refuses every write after a failed one with "Previous
+        // I/O error occurred"), so a batch that never lands reports the first.
+        let first = match &outcome {
+            Err(e @ StoreError::Backend(_)) => Some(e.clone()),
+            _ => None,
+        };
         for _ in 0..REDELIVERIES {
             match outcome {
-                Err(StoreError::Backend(_)) => {
+                Err(StoreError::Backend(why)) => {
+                    tracing::warn!(
+                        session = batch.session_id.as_str(),
+                        error = why.as_str(),
+                        "append failed; redelivering the same batch"
+                    );
                     tokio::time::sleep(backoff).await;
                     backoff *= 2;
                     outcome = self.inner.store.append(batch.clone()).await;
@@ -104,7 +116,10 @@ impl<S: Store + 'static> Engine<S> {
                 done => return done,
             }
         }
-        outcome
+        match (outcome, first) {
+            (Err(StoreError::Backend(_)), Some(first)) => Err(first),
+            (outcome, _) => outcome,
+        }
     }
 
     /// Whether `batch` (carrying side writes) was applied by an earlier

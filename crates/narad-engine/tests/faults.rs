@@ -398,6 +398,35 @@ async fn read_faults_fail_the_command_and_the_engine_recovers() {
     }
 }
 
+/// A batch whose every delivery fails reports the first failure, the
+/// cause: a redelivery's error is often only its echo (a redb database
+/// refuses every write after a failed one with "Previous I/O error
+/// occurred", which hid a full disk's "No space left on device").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_that_never_lands_reports_its_first_failure() {
+    for backend in [Backend::Redb, Backend::Sqlite] {
+        let dir = tempfile::tempdir().unwrap();
+        let e = engine(backend, dir.path(), 0).await;
+        let sid = e
+            .create_session(&me(), NewSession::default())
+            .await
+            .unwrap();
+        let before = e.store().calls(Method::Append);
+        e.store()
+            .add(Rule::nth(Method::Append, before + 1, Fault::Fail).times(100));
+        let err = e.message(&me(), &sid, json!("lost")).await.unwrap_err();
+        assert!(e.store().injected() > 1, "the batch was redelivered");
+        assert_eq!(err.to_string(), "storage backend failed: injected fault 1");
+        e.store().clear();
+        let after = e.message(&me(), &sid, json!("after")).await.unwrap();
+        let acked = Acked {
+            messages: vec![after],
+            ..Acked::default()
+        };
+        verify(&e, backend, dir.path(), &sid, &acked).await;
+    }
+}
+
 /// An append that hangs holds its own session only: another session's
 /// commands go through meanwhile, and once the caller gives up, the hung
 /// session takes commands again.

@@ -37,6 +37,7 @@ use narad_store::{
 };
 mod open;
 mod options;
+mod recover;
 mod side;
 pub use options::{RedbOptions, DEFAULT_CACHE_BYTES};
 use side::{SideTables, SIDE, SIDE_CHUNKS, SIDE_LARGE};
@@ -123,7 +124,7 @@ const MIGRATIONS: [Migration; 3] = [
 #[derive(Clone)]
 pub struct RedbStore {
     /// `None` once closed; reads take a clone so close never waits on them.
-    db: Arc<std::sync::RwLock<Option<Arc<Database>>>>,
+    db: Arc<recover::Slot>,
     group: Arc<GroupCommit>,
     /// The file, named in damage reports.
     path: Arc<Path>,
@@ -180,12 +181,7 @@ impl RedbStore {
         &self,
         f: impl FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let db = self
-            .db
-            .read()
-            .map_err(|_| StoreError::Closed)?
-            .clone()
-            .ok_or(StoreError::Closed)?;
+        let db = self.db.get()?;
         let path = Arc::clone(&self.path);
         tokio::task::spawn_blocking(move || guarded(&path, || f(&db)))
             .await
@@ -195,7 +191,7 @@ impl RedbStore {
 
 /// The write path, owned by the writer thread.
 struct Writer {
-    db: Arc<Database>,
+    handle: recover::Handle,
     path: Arc<Path>,
 }
 
@@ -386,8 +382,8 @@ impl GroupWriter for Writer {
         &mut self,
         batches: &[Batch],
     ) -> Result<Vec<Result<Appended, StoreError>>, StoreError> {
-        let db = &self.db;
-        guarded(&self.path, || {
+        let db = self.handle.db()?;
+        let committed = guarded(&self.path, || {
             let tx = db.begin_write().map_err(rerr)?;
             let outcomes = {
                 let mut tables = Tables::open(&tx)?;
@@ -399,7 +395,11 @@ impl GroupWriter for Writer {
             };
             tx.commit().map_err(rerr)?;
             Ok(outcomes)
-        })
+        });
+        if matches!(committed, Err(StoreError::Backend(_))) {
+            self.handle.after_failure(db);
+        }
+        committed
     }
 }
 
@@ -715,9 +715,7 @@ impl Store for RedbStore {
             .map_err(backend)?;
         // The writer has dropped its handle; this drops ours, so the file is
         // released once in-flight reads finish.
-        if let Ok(mut db) = self.db.write() {
-            db.take();
-        }
+        self.db.close();
         Ok(())
     }
 }

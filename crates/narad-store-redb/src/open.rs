@@ -8,7 +8,8 @@ use narad_store::StoreError;
 use redb::{Database, ReadableTable};
 
 use crate::{
-    backend, guarded, rerr, RedbOptions, RedbStore, Writer, META, MIGRATIONS, SCHEMA_VERSION,
+    backend, guarded, recover, rerr, RedbOptions, RedbStore, Writer, META, MIGRATIONS,
+    SCHEMA_VERSION,
 };
 
 /// The page cache of [`RedbStore::check_integrity`].
@@ -150,17 +151,19 @@ impl RedbStore {
             }
         }
         tx.commit().map_err(rerr)?;
+        let slot = Arc::new(recover::Slot::new(Arc::clone(&db)));
+        let path: Arc<Path> = Arc::from(path);
         let group = GroupCommit::start(
             "narad-redb",
             Writer {
-                db: Arc::clone(&db),
-                path: Arc::from(path),
+                handle: recover::Handle::new(db, Arc::clone(&slot), Arc::clone(&path), options),
+                path: Arc::clone(&path),
             },
         )?;
         Ok(Self {
-            db: Arc::new(std::sync::RwLock::new(Some(db))),
+            db: slot,
             group: Arc::new(group),
-            path: Arc::from(path),
+            path,
         })
     }
 }

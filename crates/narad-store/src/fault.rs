@@ -147,9 +147,10 @@ impl fmt::Debug for Observer {
     }
 }
 
-/// The error an injected fault returns.
-pub fn injected() -> StoreError {
-    StoreError::Backend("injected fault".into())
+/// The error the `n`th injected fault of a wrapper returns (counting
+/// from 1), so a test can tell which failure a caller reported.
+pub fn injected(n: u64) -> StoreError {
+    StoreError::Backend(format!("injected fault {n}"))
 }
 
 /// A real store with faults injected on chosen calls.
@@ -219,18 +220,16 @@ impl<S: Store> FaultStore<S> {
         &self.inner
     }
 
-    /// Counts a call of `method` and returns the fault picked for it.
-    fn pick(&self, method: Method) -> Option<Fault> {
+    /// Counts a call of `method` and returns the fault picked for it, with
+    /// its number among the faults injected.
+    fn pick(&self, method: Method) -> Option<(Fault, u64)> {
         let n = self.calls[method.slot()].fetch_add(1, Ordering::SeqCst) + 1;
         let rules = self.rules.lock().ok()?;
         let fault = rules
             .iter()
             .find(|r| r.method == method && n >= r.nth && n - r.nth < r.times)
-            .map(|r| r.fault);
-        if fault.is_some() {
-            self.injected.fetch_add(1, Ordering::SeqCst);
-        }
-        fault
+            .map(|r| r.fault)?;
+        Some((fault, self.injected.fetch_add(1, Ordering::SeqCst) + 1))
     }
 
     async fn run<T>(
@@ -241,11 +240,11 @@ impl<S: Store> FaultStore<S> {
         self.notify(method, Stage::Called);
         let out = match self.pick(method) {
             None => call.await,
-            Some(Fault::Fail) => Err(injected()),
-            Some(Fault::Hang) => std::future::pending().await,
-            Some(Fault::CommitThenFail) => {
+            Some((Fault::Fail, k)) => Err(injected(k)),
+            Some((Fault::Hang, _)) => std::future::pending().await,
+            Some((Fault::CommitThenFail, k)) => {
                 let _ = call.await;
-                Err(injected())
+                Err(injected(k))
             }
         };
         self.notify(method, Stage::Returned);

@@ -617,6 +617,8 @@ pub mod suite;
 #[cfg(feature = "test-suite")]
 pub mod suite_crash;
 #[cfg(feature = "test-suite")]
+pub mod suite_full;
+#[cfg(feature = "test-suite")]
 pub mod suite_history;
 #[cfg(feature = "test-suite")]
 pub mod suite_lifecycle;
