@@ -12,7 +12,8 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyT
 use serde_json::{Map, Number, Value};
 
 /// A Python value as JSON: `None`, `bool`, `int`, `float`, `str`, lists,
-/// tuples and dicts with `str` keys. Anything else is a `TypeError` that
+/// tuples and dicts with `str` keys. Anything else (an `int` beyond 64
+/// bits and a float that is not finite included) is a `TypeError` that
 /// names the type, never the value (it may be protected data). Nesting
 /// deeper than any record parses ([`MAX_PARSE_DEPTH`], a list that holds
 /// itself included) is refused as the engine refuses it
@@ -36,7 +37,15 @@ fn value_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
         if let Ok(i) = obj.extract::<i64>() {
             return Ok(Value::from(i));
         }
-        return Ok(Value::from(obj.extract::<u64>()?));
+        // JSON has no bound, but the engine's parser reads a number past
+        // 64 bits as a float: refused, as a float that is not finite is,
+        // rather than altered (PyO3 would say only `OverflowError`).
+        return obj.extract::<u64>().map(Value::from).map_err(|_| {
+            PyTypeError::new_err(
+                "an int outside the 64-bit range is not JSON the engine keeps exactly \
+                 (pass it as a str)",
+            )
+        });
     }
     if obj.is_instance_of::<PyFloat>() {
         let f: f64 = obj.extract()?;

@@ -49,6 +49,11 @@ def test_json_values_cross_the_bridge_unchanged():
         _native.NativeEngine._echo_json({1: "non-str key"})
     with pytest.raises(TypeError):
         _native.NativeEngine._echo_json(float("nan"))
+    # Past 64 bits an int would come back as a float: refused, not altered.
+    assert _native.NativeEngine._echo_json([2**64 - 1, -(2**63)]) == [2**64 - 1, -(2**63)]
+    for big in (2**64, -(2**63) - 1, 10**30):
+        with pytest.raises(TypeError, match="64-bit range"):
+            _native.NativeEngine._echo_json({"x": [big]})
 
 
 async def test_a_closed_engine_refuses(url):

@@ -92,7 +92,7 @@ async def test_hostile_values_are_refused_without_crashing(url):
             await e.start_tool_call(sid, run, "t", {"a": deep})
         assert too_deep.value.code == "nesting_too_deep" and too_deep.value.section == "5"
     for bad, kind in ((float("nan"), TypeError), (b"secret-bytes", TypeError), ({1: 2}, TypeError),
-                      (object(), TypeError), (10**40, OverflowError)):
+                      (object(), TypeError), (10**40, TypeError)):
         with pytest.raises(kind) as refused:
             await e.start_tool_call(sid, run, "t", {"a": bad})
         assert "secret-bytes" not in str(refused.value)
