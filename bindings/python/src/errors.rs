@@ -14,7 +14,7 @@ fn family(e: &EngineError) -> &'static str {
         | EngineError::UnknownRun { .. }
         | EngineError::UnknownToolCall { .. }
         | EngineError::UnknownInterrupt { .. } => "NotFoundError",
-        EngineError::SessionExists
+        EngineError::SessionExists { .. }
         | EngineError::RevisionConflict { .. }
         | EngineError::InterruptExpired
         | EngineError::AlreadyResolved { .. }

@@ -96,14 +96,7 @@ pub async fn create_session(
     new: NewSession,
     labels: std::collections::BTreeMap<String, String>,
 ) -> Result<String, EngineError> {
-    match e.create_session_labeled(p, new, labels).await {
-        // A session that already has events fails its head guard (head 0)
-        // before its side record: it exists all the same.
-        Err(EngineError::Store(narad_store::StoreError::HeadConflict { .. })) => {
-            Err(EngineError::SessionExists)
-        }
-        other => other,
-    }
+    e.create_session_labeled(p, new, labels).await
 }
 
 /// An event scope from its kind and id.

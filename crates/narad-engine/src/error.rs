@@ -28,8 +28,11 @@ pub enum EngineError {
         session_id: String,
     },
     /// The session exists already.
-    #[error("session exists")]
-    SessionExists,
+    #[error("session `{}` exists already", session_id.escape_debug())]
+    SessionExists {
+        /// The session asked for.
+        session_id: String,
+    },
     /// No such run in the session.
     #[error("no run `{}` in this session", run_id.escape_debug())]
     UnknownRun {
@@ -49,7 +52,11 @@ pub enum EngineError {
         interrupt_id: String,
     },
     /// The interrupt was resolved already (by a person, expiry or a stop).
-    #[error("interrupt {interrupt_id} was already resolved with decision `{decision}`")]
+    #[error(
+        "interrupt `{}` was already resolved with decision `{}`",
+        interrupt_id.escape_debug(),
+        decision.escape_debug()
+    )]
     AlreadyResolved {
         /// The interrupt.
         interrupt_id: String,
@@ -138,7 +145,7 @@ impl EngineError {
             Self::Rejected { code, .. } => code,
             Self::NotAuthorized => "not_authorized",
             Self::UnknownSession { .. } => "unknown_session",
-            Self::SessionExists => "session_exists",
+            Self::SessionExists { .. } => "session_exists",
             Self::UnknownRun { .. } => "unknown_run",
             Self::UnknownToolCall { .. } => "unknown_tool_call",
             Self::UnknownInterrupt { .. } => "unknown_interrupt",

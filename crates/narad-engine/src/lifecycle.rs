@@ -190,7 +190,7 @@ impl<S: Store + 'static> Engine<S> {
             Err(StoreError::HeadConflict { .. } | StoreError::SideConflict) => Ok(Attempt::Again),
             // An earlier delivery whose answer was lost wrote this very
             // tombstone.
-            Err(StoreError::SessionDeleted)
+            Err(StoreError::SessionDeleted { .. })
                 if store.side(SideSpace::Tombstone, session_id).await? == Some(bytes) =>
             {
                 Ok(Attempt::Done(Deleted {

@@ -136,7 +136,11 @@ impl<S: Store + 'static> Engine<S> {
                 .await?
                 .is_some() =>
             {
-                Err(EngineError::Store(narad_store::StoreError::SessionDeleted))
+                Err(EngineError::Store(
+                    narad_store::StoreError::SessionDeleted {
+                        session_id: session_id.to_owned(),
+                    },
+                ))
             }
             None => Err(EngineError::UnknownSession {
                 session_id: session_id.to_owned(),

@@ -87,14 +87,19 @@ impl<S: Store + 'static> Engine<S> {
                 .await
             {
                 Ok(_) => Ok(sid),
-                Err(EngineError::Store(StoreError::SideConflict)) => {
+                // A session that has events but no record of its creation
+                // (appended to the store by another tool) fails the head
+                // guard before its side record: it exists all the same.
+                Err(EngineError::Store(
+                    StoreError::SideConflict | StoreError::HeadConflict { .. },
+                )) => {
                     // Another call with the same key may have won.
                     if let Some(key) = &create_key {
                         if let Some(sid) = self.created(p, key).await? {
                             return Ok(sid);
                         }
                     }
-                    Err(EngineError::SessionExists)
+                    Err(EngineError::SessionExists { session_id: sid })
                 }
                 Err(e) => Err(e),
             }

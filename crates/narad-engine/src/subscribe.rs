@@ -226,7 +226,11 @@ pub(crate) async fn at_head<S: Store + ?Sized>(
             .await?
             .is_some()
     {
-        return Err(EngineError::Store(narad_store::StoreError::SessionDeleted));
+        return Err(EngineError::Store(
+            narad_store::StoreError::SessionDeleted {
+                session_id: session_id.to_owned(),
+            },
+        ));
     }
     Ok(woken)
 }

@@ -235,6 +235,43 @@ async fn events_of_an_inactive_profile_are_refused() {
     );
 }
 
+/// Creating a session whose id is taken is `session_exists`, naming the
+/// id, whether the engine created it or its events were appended to the
+/// store by another tool (no record of its creation: the head guard
+/// refuses first), and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_taken_session_id_is_refused_by_name() {
+    use narad_store::Store;
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path()).await;
+    let made = session(&e).await;
+    let raw = narad_store::suite::event("raw", 1, "a");
+    e.store()
+        .append(narad_store::Batch {
+            session_id: "raw".into(),
+            events: vec![raw],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    for sid in [made.as_str(), "raw"] {
+        let before = journal(&e, sid).await;
+        let err = e
+            .create_session(
+                &me(),
+                NewSession {
+                    session_id: Some(sid.to_owned()),
+                    ..NewSession::default()
+                },
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), "session_exists", "{sid}: {err}");
+        assert_eq!(err.to_string(), format!("session `{sid}` exists already"));
+        assert_eq!(journal(&e, sid).await, before);
+    }
+}
+
 #[derive(Debug)]
 struct OnlyAlice;
 

@@ -147,8 +147,13 @@ async fn delete_scenario<S: Store + 'static>(store: S) {
         .await
         .expect("a follower of the deleted session still waits")
         .unwrap();
-    assert_eq!(f, Err(EngineError::Store(StoreError::SessionDeleted)));
-    assert_eq!(w, Err(EngineError::Store(StoreError::SessionDeleted)));
+    let deleted = || {
+        EngineError::Store(StoreError::SessionDeleted {
+            session_id: "busy".into(),
+        })
+    };
+    assert_eq!(f, Err(deleted()));
+    assert_eq!(w, Err(deleted()));
     assert_eq!(gone.events, head);
     assert!(!gone.open.is_empty());
     assert_eq!(e.store().head("busy").await.unwrap(), 0);
@@ -169,7 +174,8 @@ async fn delete_scenario<S: Store + 'static>(store: S) {
 
     // The id is refused from now on, for commands and for a new session.
     let refused = e.message(&me(), "busy", "hello").await.unwrap_err();
-    assert_eq!(refused, EngineError::Store(StoreError::SessionDeleted));
+    assert_eq!(refused, deleted());
+    assert_eq!(refused.to_string(), "session `busy` was deleted");
     let again = e.create_session(&me(), new("busy")).await.unwrap_err();
     assert_eq!(again.code(), "session_deleted");
     let again = e.delete_session(&me(), "busy", true).await.unwrap_err();

@@ -441,8 +441,11 @@ pub enum StoreError {
     },
     /// The session was deleted: its tombstone refuses every later batch
     /// (a late redelivery is refused, never resurrected).
-    #[error("session was deleted")]
-    SessionDeleted,
+    #[error("session `{}` was deleted", session_id.escape_debug())]
+    SessionDeleted {
+        /// The deleted session.
+        session_id: String,
+    },
     /// An existing store was asked for and there is none (read commands
     /// never create a store).
     #[error("no store at {path}")]
@@ -468,7 +471,7 @@ impl StoreError {
             Self::Corrupt { .. } => "corrupt",
             Self::UndeclaredRead { .. } => "undeclared_read",
             Self::NotFound { .. } => "not_found",
-            Self::SessionDeleted => "session_deleted",
+            Self::SessionDeleted { .. } => "session_deleted",
         }
     }
 

@@ -211,11 +211,15 @@ fn decide<'a>(batch: &'a Batch, view: &mut impl View) -> Result<Plan<'a>, StoreE
             .side(&crate::lifecycle::tombstone_probe(sid))?
             .is_some()
     {
-        return Err(StoreError::SessionDeleted);
+        return Err(StoreError::SessionDeleted {
+            session_id: sid.to_owned(),
+        });
     }
     let purge = crate::lifecycle::is_purge(batch);
     if purge && !batch.events.is_empty() {
-        return Err(StoreError::SessionDeleted);
+        return Err(StoreError::SessionDeleted {
+            session_id: sid.to_owned(),
+        });
     }
     let head = view.head(sid)?;
     let mut positions = Vec::with_capacity(batch.events.len());

@@ -14,6 +14,13 @@ use crate::lifecycle::delete_batch;
 use crate::suite::{batch, event, event_at};
 use crate::{Expect, SideSpace, SideWrite, Store, StoreError, StoredEvent};
 
+/// The refusal of a batch of the deleted session `sid`.
+fn deleted(sid: &str) -> StoreError {
+    StoreError::SessionDeleted {
+        session_id: sid.into(),
+    }
+}
+
 /// A workflow event of `session` at session position `seq`.
 fn wf_event(session: &str, seq: u64, wseq: u64) -> StoredEvent {
     let bytes = serde_json::to_vec(&json!({
@@ -203,7 +210,7 @@ where
     ];
     for b in refused {
         let err = s.append(b).await.unwrap_err();
-        assert_eq!(err, StoreError::SessionDeleted);
+        assert_eq!(err, deleted("s"));
         assert_eq!(err.code(), "session_deleted");
         assert_eq!(s.head("s").await.unwrap(), 0);
         assert_eq!(s.side(SideSpace::Session, "s").await.unwrap(), None);
@@ -211,7 +218,7 @@ where
     // A batch that deletes its session may carry no events.
     let mut b = delete_batch("t", 3, [], tomb.clone());
     b.events.push(event("t", 4, "z"));
-    assert_eq!(s.append(b).await.unwrap_err(), StoreError::SessionDeleted);
+    assert_eq!(s.append(b).await.unwrap_err(), deleted("t"));
     assert_intact(&s, "t").await;
     // Another session's side batch may still touch records keyed by "s".
     let mut b = batch("t", 3, vec![event_at("t", 4, 3, "c")]);
@@ -230,7 +237,7 @@ where
             .append(batch("s", 0, vec![event("s", 1, "c")]))
             .await
             .unwrap_err(),
-        StoreError::SessionDeleted
+        deleted("s")
     );
     let listed = again
         .list_side(SideSpace::Tombstone, None, 10)
