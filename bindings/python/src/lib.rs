@@ -86,7 +86,7 @@ macro_rules! awaitable {
 #[pymethods]
 impl NativeEngine {
     #[staticmethod]
-    #[pyo3(signature = (url, principal = "local".to_owned(), clock = None, sequential_ids = false, rules = None, config = None, redb_cache_bytes = None))]
+    #[pyo3(signature = (url, principal = "local".to_owned(), clock = None, sequential_ids = false, rules = None, config = None, redb_cache_bytes = None, read_only = false))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn open<'py>(
         py: Python<'py>,
@@ -97,6 +97,7 @@ impl NativeEngine {
         rules: Option<PyRef<'py, host::NativeRules>>,
         config: Option<protocol::ConfigArgs>,
         redb_cache_bytes: Option<usize>,
+        read_only: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let mut h = Host::default();
         if let Some(c) = config {
@@ -116,7 +117,7 @@ impl NativeEngine {
             if let Some(b) = redb_cache_bytes {
                 options = options.redb_cache_bytes(b);
             }
-            let engine = protocol::open(&url, &options, h).await?;
+            let engine = protocol::open(&url, &options, read_only, h).await?;
             Ok::<_, narad_stores::OpenError>(NativeEngine {
                 engine: Arc::new(Mutex::new(Some(engine))),
                 principal: Principal::new(principal),

@@ -71,9 +71,14 @@ pub fn config(a: ConfigArgs) -> Result<EngineConfig, EngineError> {
 pub async fn open(
     url: &str,
     options: &narad_stores::OpenOptions,
+    read_only: bool,
     host: Host,
 ) -> Result<Eng, narad_stores::OpenError> {
-    let store = narad_stores::open_with(url, options).await?;
+    let store = if read_only {
+        narad_stores::open_read_only_with(url, options).await?
+    } else {
+        narad_stores::open_with(url, options).await?
+    };
     Ok(Engine::with_host(
         store,
         host.clock.unwrap_or_else(|| Arc::new(SystemClock)),

@@ -2,6 +2,8 @@
 
 import asyncio
 
+import pytest
+
 import narad
 
 
@@ -124,3 +126,28 @@ async def test_a_capped_page_cache_reads_what_the_default_wrote(url):
             pass
         else:
             raise AssertionError(f"redb_cache_bytes={bad!r} was accepted")
+
+
+async def test_a_store_opened_read_only_reads_and_refuses_every_command(url):
+    e = await narad.Engine.open(url)
+    sid = await e.create_session()
+    await e.message(sid, "kept")
+    before = await e.state(sid)
+    await e.close()
+    del e
+
+    ro = await narad.Engine.open(url, read_only=True)
+    assert (await ro.state(sid)).transcript == before.transcript
+    assert [i.type for i in (await ro.history(sid)).events][-1] == "message.user.recorded"
+    for command in (lambda: ro.message(sid, "lost"), lambda: ro.create_session()):
+        with pytest.raises(narad.StoreError) as refused:
+            await command()
+        assert refused.value.code == "read_only"
+    await ro.close()
+    e = await narad.Engine.open(url)
+    assert [m.content for m in (await e.state(sid)).transcript] == ["kept"]
+    await e.close()
+    missing = url + ".missing"
+    with pytest.raises(narad.StoreError) as absent:
+        await narad.Engine.open(missing, read_only=True)
+    assert absent.value.code == "not_found"

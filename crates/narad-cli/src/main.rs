@@ -302,6 +302,13 @@ async fn run(command: Command) -> store_cmds::Outcome {
             .await
             .map_err(|e| e.to_string())
     };
+    // Commands that only read also open a store this process may not
+    // write (a read-only mount, another user's file, a backup).
+    let reading = |url: String| async move {
+        narad_stores::open_for_reading_with(&url, &store_cmds::open_options())
+            .await
+            .map_err(|e| e.to_string())
+    };
     match command {
         Command::Validate(_) => Ok(0),
         Command::Sessions {
@@ -318,7 +325,7 @@ async fn run(command: Command) -> store_cmds::Outcome {
                 label,
                 updated_after,
             };
-            lifecycle_cmds::sessions(existing(store).await?, &filters, json).await
+            lifecycle_cmds::sessions(reading(store).await?, &filters, json).await
         }
         Command::Prune {
             store,
@@ -335,23 +342,23 @@ async fn run(command: Command) -> store_cmds::Outcome {
             store,
             session,
             json,
-        } => show_cmd::show(&existing(store).await?, &session, json).await,
+        } => show_cmd::show(&reading(store).await?, &session, json).await,
         Command::Export {
             store,
             session,
             after,
             all,
-        } => store_cmds::export(&existing(store).await?, session.as_deref(), after, all).await,
+        } => store_cmds::export(&reading(store).await?, session.as_deref(), after, all).await,
         Command::Import { store, files } => import_cmd::import(open(store).await?, &files).await,
         Command::Verify { store, json } => store_cmds::verify(&store, json).await,
         Command::Tick { store, json } => tick_cmd::tick(existing(store).await?, json).await,
         Command::Migrate { from, to } => {
             migrate_cmd::distinct(&from, &to)?;
-            let (from, to) = (existing(from).await?, open(to).await?);
+            let (from, to) = (reading(from).await?, open(to).await?);
             migrate_cmd::migrate(&from, &to).await
         }
         Command::Interrupts { store, json } => {
-            ops_cmds::interrupts(existing(store).await?, json).await
+            ops_cmds::interrupts(reading(store).await?, json).await
         }
         Command::Resolve {
             store,

@@ -154,6 +154,10 @@ enum VerifyLine<'a> {
     /// The store file itself is damaged.
     #[serde(rename_all = "camelCase")]
     FileDamaged { repaired: bool },
+    /// The backend's file check did not run: the file opens only
+    /// read-only, and the check may repair what it finds.
+    #[serde(rename_all = "camelCase")]
+    FileUnchecked { reason: &'a str },
     /// Counts over the whole store.
     #[serde(rename_all = "camelCase")]
     Summary {
@@ -250,9 +254,23 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
             }
             return Ok(1);
         }
+        // A file this process may only read: the check (which may repair)
+        // is skipped, and every row and journal is still verified.
+        Err(e)
+            if narad_stores::open_read_only_with(url, &open_options())
+                .await
+                .is_ok() =>
+        {
+            let reason = format!("the file opens only read-only ({e})");
+            if json {
+                json_line(&VerifyLine::FileUnchecked { reason: &reason })?;
+            } else {
+                out!("store file: not checked: {reason}");
+            }
+        }
         Err(e) => return Err(err(e).into()),
     }
-    let store = narad_stores::open_existing_with(url, &open_options())
+    let store = narad_stores::open_for_reading_with(url, &open_options())
         .await
         .map_err(err)?;
     let (mut ok, mut bad, mut damaged) = (0u64, 0u64, 0u64);

@@ -38,11 +38,12 @@ use narad_store::{
 mod open;
 mod options;
 mod recover;
+use recover::Db;
 mod side;
 pub use options::{RedbOptions, DEFAULT_CACHE_BYTES};
 use side::{SideTables, SIDE, SIDE_CHUNKS, SIDE_LARGE};
 
-use redb::{Database, ReadableDatabase, ReadableTable, Table, TableDefinition, WriteTransaction};
+use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
 
 /// (session, sessionSequence) → exact bytes.
 const EVENTS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("events");
@@ -179,7 +180,7 @@ impl RedbStore {
 
     async fn blocking<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
+        f: impl FnOnce(&Db) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let db = self.db.get()?;
         let path = Arc::clone(&self.path);
@@ -384,7 +385,7 @@ impl GroupWriter for Writer {
     ) -> Result<Vec<Result<Appended, StoreError>>, StoreError> {
         let db = self.handle.db()?;
         let committed = guarded(&self.path, || {
-            let tx = db.begin_write().map_err(rerr)?;
+            let tx = db.writable()?.begin_write().map_err(rerr)?;
             let outcomes = {
                 let mut tables = Tables::open(&tx)?;
                 let mut outcomes = Vec::with_capacity(batches.len());
@@ -418,7 +419,7 @@ fn last_key(
     }
 }
 
-fn page_session(db: &Database, sid: &str, after: u64, limit: usize) -> Result<Page, StoreError> {
+fn page_session(db: &Db, sid: &str, after: u64, limit: usize) -> Result<Page, StoreError> {
     let tx = db.begin_read().map_err(rerr)?;
     let events = tx.open_table(EVENTS).map_err(rerr)?;
     let mut out = Vec::new();
@@ -448,7 +449,7 @@ fn page_session(db: &Database, sid: &str, after: u64, limit: usize) -> Result<Pa
     Ok(Page { events: out, next })
 }
 
-fn find_events(db: &Database, sid: &str, ids: &[String]) -> Result<Vec<StoredEvent>, StoreError> {
+fn find_events(db: &Db, sid: &str, ids: &[String]) -> Result<Vec<StoredEvent>, StoreError> {
     let tx = db.begin_read().map_err(rerr)?;
     let index = tx.open_table(IDS).map_err(rerr)?;
     let events = tx.open_table(EVENTS).map_err(rerr)?;
@@ -473,7 +474,7 @@ fn find_events(db: &Database, sid: &str, ids: &[String]) -> Result<Vec<StoredEve
 }
 
 fn page_scope(
-    db: &Database,
+    db: &Db,
     kind: Scope,
     sid: &str,
     scope: &str,

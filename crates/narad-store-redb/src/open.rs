@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use narad_store::group::GroupCommit;
 use narad_store::StoreError;
-use redb::{Database, ReadableTable};
+use redb::{Database, ReadableDatabase, ReadableTable};
 
 use crate::{
     backend, guarded, recover, rerr, RedbOptions, RedbStore, Writer, META, MIGRATIONS,
@@ -128,7 +128,7 @@ impl RedbStore {
                 path: path.display().to_string(),
             });
         };
-        let db = Arc::new(db.map_err(rerr)?);
+        let db = db.map_err(rerr)?;
         let tx = db.begin_write().map_err(rerr)?;
         {
             let mut meta = tx.open_table(META).map_err(rerr)?;
@@ -151,6 +151,7 @@ impl RedbStore {
             }
         }
         tx.commit().map_err(rerr)?;
+        let db = Arc::new(recover::Db::Write(db));
         let slot = Arc::new(recover::Slot::new(Arc::clone(&db)));
         let path: Arc<Path> = Arc::from(path);
         let group = GroupCommit::start(
@@ -164,6 +165,73 @@ impl RedbStore {
             db: slot,
             group: Arc::new(group),
             path,
+        })
+    }
+
+    /// Opens an existing store for reading only, as a file the process may
+    /// not write (a read-only mount, a file of another user, a backup) must
+    /// be opened: every read is served, and every append is refused with
+    /// [`StoreError::ReadOnly`]. A file whose last writer did not close it
+    /// cleanly needs a writable open to be repaired first, and an older
+    /// layout one to be migrated ([`StoreError::OlderSchema`]).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), narad_store::StoreError> {
+    /// use narad_store::Store;
+    /// let store = narad_store_redb::RedbStore::open_read_only("/mnt/backup/narad.redb").await?;
+    /// let sessions = store.list_sessions(None, 100).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn open_read_only(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_read_only_with(path, RedbOptions::default()).await
+    }
+
+    /// [`RedbStore::open_read_only`] with `options`.
+    pub async fn open_read_only_with(
+        path: impl AsRef<Path>,
+        options: RedbOptions,
+    ) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_owned();
+        tokio::task::spawn_blocking(move || {
+            guarded(&path, || Self::open_read_only_blocking(&path, options))
+        })
+        .await
+        .map_err(backend)?
+    }
+
+    fn open_read_only_blocking(path: &Path, options: RedbOptions) -> Result<Self, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::NotFound {
+                path: path.display().to_string(),
+            });
+        }
+        let db = options.builder().open_read_only(path).map_err(rerr)?;
+        let tx = db.begin_read().map_err(rerr)?;
+        let found = match tx.open_table(META) {
+            Ok(meta) => meta
+                .get("schema_version")
+                .map_err(rerr)?
+                .map_or(0, |v| v.value()),
+            Err(redb::TableError::TableDoesNotExist(_)) => 0,
+            Err(e) => return Err(rerr(e)),
+        };
+        drop(tx);
+        let (found, supported) = (
+            u32::try_from(found).unwrap_or(u32::MAX),
+            SCHEMA_VERSION as u32,
+        );
+        if found > supported {
+            return Err(StoreError::NewerSchema { found, supported });
+        }
+        if found < supported {
+            return Err(StoreError::OlderSchema { found, supported });
+        }
+        let slot = Arc::new(recover::Slot::new(Arc::new(recover::Db::Read(db))));
+        let group = GroupCommit::start("narad-redb-read-only", narad_store::group::ReadOnlyWriter)?;
+        Ok(Self {
+            db: slot,
+            group: Arc::new(group),
+            path: Arc::from(path),
         })
     }
 }

@@ -1,4 +1,5 @@
-//! The store's handle on its redb file, and reopening that file after a
+//! The store's handle on its redb file (writable, or read-only when the
+//! file could be opened only for reading), and reopening that file after a
 //! failed write.
 //!
 //! redb refuses every write after one failed with an I/O error (a full
@@ -13,13 +14,36 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use narad_store::StoreError;
-use redb::Database;
+use redb::{Database, ReadOnlyDatabase, ReadTransaction, ReadableDatabase, TransactionError};
 
 use crate::{guarded, rerr, RedbOptions};
 
+/// The open file.
+pub(crate) enum Db {
+    Write(Database),
+    Read(ReadOnlyDatabase),
+}
+
+impl Db {
+    pub(crate) fn begin_read(&self) -> Result<ReadTransaction, TransactionError> {
+        match self {
+            Self::Write(db) => db.begin_read(),
+            Self::Read(db) => db.begin_read(),
+        }
+    }
+
+    /// The database to write; [`StoreError::ReadOnly`] for a read-only one.
+    pub(crate) fn writable(&self) -> Result<&Database, StoreError> {
+        match self {
+            Self::Write(db) => Ok(db),
+            Self::Read(_) => Err(StoreError::ReadOnly),
+        }
+    }
+}
+
 /// What the store's reads find.
 enum State {
-    Open(Arc<Database>),
+    Open(Arc<Db>),
     Closed,
     /// A reopen after a failed write failed; the next append tries again.
     Failed(StoreError),
@@ -29,12 +53,12 @@ enum State {
 pub(crate) struct Slot(RwLock<State>);
 
 impl Slot {
-    pub(crate) fn new(db: Arc<Database>) -> Self {
+    pub(crate) fn new(db: Arc<Db>) -> Self {
         Self(RwLock::new(State::Open(db)))
     }
 
     /// The open database, or why there is none.
-    pub(crate) fn get(&self) -> Result<Arc<Database>, StoreError> {
+    pub(crate) fn get(&self) -> Result<Arc<Db>, StoreError> {
         match &*self.0.read().map_err(|_| StoreError::Closed)? {
             State::Open(db) => Ok(Arc::clone(db)),
             State::Closed => Err(StoreError::Closed),
@@ -56,19 +80,14 @@ const READS_DRAIN: Duration = Duration::from_secs(5);
 
 /// The writer's handle: the database it writes, and how to reopen it.
 pub(crate) struct Handle {
-    db: Option<Arc<Database>>,
+    db: Option<Arc<Db>>,
     slot: Arc<Slot>,
     path: Arc<Path>,
     options: RedbOptions,
 }
 
 impl Handle {
-    pub(crate) fn new(
-        db: Arc<Database>,
-        slot: Arc<Slot>,
-        path: Arc<Path>,
-        options: RedbOptions,
-    ) -> Self {
+    pub(crate) fn new(db: Arc<Db>, slot: Arc<Slot>, path: Arc<Path>, options: RedbOptions) -> Self {
         Self {
             db: Some(db),
             slot,
@@ -79,7 +98,7 @@ impl Handle {
 
     /// The database to write, reopening the file first if the last reopen
     /// failed.
-    pub(crate) fn db(&mut self) -> Result<Arc<Database>, StoreError> {
+    pub(crate) fn db(&mut self) -> Result<Arc<Db>, StoreError> {
         match &self.db {
             Some(db) => Ok(Arc::clone(db)),
             None => self.reopen(),
@@ -89,13 +108,13 @@ impl Handle {
     /// After a failed write: reopens the file if redb now refuses every
     /// write (an I/O error poisoned the handle). `db` is the writer's
     /// clone, dropped first.
-    pub(crate) fn after_failure(&mut self, db: Arc<Database>) {
-        let poisoned = matches!(
-            db.try_begin_write(),
-            Err(redb::TransactionError::Storage(
-                redb::StorageError::PreviousIo
-            ))
-        );
+    pub(crate) fn after_failure(&mut self, db: Arc<Db>) {
+        let poisoned = db.writable().is_ok_and(|db| {
+            matches!(
+                db.try_begin_write(),
+                Err(TransactionError::Storage(redb::StorageError::PreviousIo))
+            )
+        });
         drop(db);
         if poisoned {
             tracing::warn!(
@@ -109,7 +128,7 @@ impl Handle {
     /// Drops every handle on the file (waiting for in-flight reads), then
     /// opens it again. New reads wait meanwhile; on failure they get the
     /// reason until a later append reopens it.
-    fn reopen(&mut self) -> Result<Arc<Database>, StoreError> {
+    fn reopen(&mut self) -> Result<Arc<Db>, StoreError> {
         let mut state = self.slot.0.write().map_err(|_| StoreError::Closed)?;
         if matches!(*state, State::Closed) {
             return Err(StoreError::Closed);
@@ -145,7 +164,7 @@ impl Handle {
             self.options
                 .builder()
                 .create(&self.path)
-                .map(Arc::new)
+                .map(|db| Arc::new(Db::Write(db)))
                 .map_err(rerr)
         });
         match opened {

@@ -108,6 +108,7 @@ fn sql(e: rusqlite::Error) -> StoreError {
 use narad_store::{from_sql_int as uint, to_sql_int as int};
 
 mod append;
+mod read_only;
 use append::Writer;
 
 fn space(s: SideSpace) -> i64 {
@@ -233,12 +234,19 @@ impl SqliteStore {
 
     /// Runs SQLite's `PRAGMA quick_check` over the file at `path`:
     /// `Ok(true)` when it passed, [`StoreError::Corrupt`] when it found
-    /// damage, [`StoreError::NotFound`] when there is no file.
+    /// damage, [`StoreError::NotFound`] when there is no file. The check
+    /// only reads, so it opens the file read-only: it runs on a file this
+    /// process may not write too.
     pub async fn check_integrity(path: impl AsRef<Path>) -> Result<bool, StoreError> {
         let path: PathBuf = path.as_ref().to_owned();
         tokio::task::spawn_blocking(move || {
             let check = || {
-                let conn = connect(&path, &SqliteOptions::default(), false)?;
+                if !path.exists() {
+                    return Err(StoreError::NotFound {
+                        path: path.display().to_string(),
+                    });
+                }
+                let conn = read_only::open_ro(&path, &SqliteOptions::default())?;
                 let verdict: String = conn
                     .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
                     .map_err(sql)?;

@@ -35,6 +35,20 @@ pub trait GroupWriter: Send + 'static {
     ) -> Result<Vec<Result<Appended, StoreError>>, StoreError>;
 }
 
+/// The write path of a store opened read-only: every batch is refused
+/// with [`StoreError::ReadOnly`], and nothing is ever announced.
+#[derive(Debug)]
+pub struct ReadOnlyWriter;
+
+impl GroupWriter for ReadOnlyWriter {
+    fn commit_group(
+        &mut self,
+        _: &[Batch],
+    ) -> Result<Vec<Result<Appended, StoreError>>, StoreError> {
+        Err(StoreError::ReadOnly)
+    }
+}
+
 /// A durable advance announced to subscribers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Commit {

@@ -453,6 +453,19 @@ pub enum StoreError {
         /// The path (or schema) that was looked for.
         path: String,
     },
+    /// The store was opened read-only (its file could not be opened for
+    /// writing): reads are served, and every append is refused.
+    #[error("the store is open read-only; nothing was written")]
+    ReadOnly,
+    /// A store opened read-only holds an older layout, which only a
+    /// writable open migrates.
+    #[error("layout {found} of this store needs migrating to {supported}, which a read-only open cannot do")]
+    OlderSchema {
+        /// The layout the store holds.
+        found: u32,
+        /// The layout this build reads.
+        supported: u32,
+    },
 }
 
 impl StoreError {
@@ -468,6 +481,8 @@ impl StoreError {
             Self::Closed => "closed",
             Self::NewerSchema { .. } => "newer_schema",
             Self::Backend(_) => "backend",
+            Self::ReadOnly => "read_only",
+            Self::OlderSchema { .. } => "older_schema",
             Self::Corrupt { .. } => "corrupt",
             Self::UndeclaredRead { .. } => "undeclared_read",
             Self::NotFound { .. } => "not_found",
@@ -627,6 +642,8 @@ pub mod suite_history;
 pub mod suite_lifecycle;
 #[cfg(feature = "test-suite")]
 pub mod suite_listing;
+#[cfg(feature = "test-suite")]
+pub mod suite_read_only;
 #[cfg(feature = "test-suite")]
 pub mod suite_side;
 

@@ -41,9 +41,11 @@ use narad_store_sqlite::SqliteStore;
 use std::path::Path;
 
 mod open_error;
+mod reading;
 #[cfg(any(feature = "redb", feature = "sqlite"))]
 use open_error::classify;
 pub use open_error::{OpenError, SCHEMES};
+pub use reading::{open_for_reading_with, open_read_only_with};
 
 #[cfg(not(any(feature = "redb", feature = "sqlite", feature = "postgres")))]
 compile_error!("narad-stores needs at least one backend feature: redb, sqlite or postgres");

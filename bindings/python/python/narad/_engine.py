@@ -342,7 +342,7 @@ class Engine(_LifecycleMixin, _RecordsMixin, _AssetsMixin):
     async def open(cls, url: str, *, principal: str = "local", clock: Optional[ManualClock] = None,
                    sequential_ids: bool = False, authorizer: Optional[Authorizer] = None,
                    config: Optional[EngineConfig] = None,
-                   redb_cache_bytes: Optional[int] = None) -> "Engine":
+                   redb_cache_bytes: Optional[int] = None, read_only: bool = False) -> "Engine":
         """Opens (or creates) the store ``url`` names.
 
         ``principal`` is who this handle acts as (see :meth:`as_principal`).
@@ -354,7 +354,10 @@ class Engine(_LifecycleMixin, _RecordsMixin, _AssetsMixin):
         limit, snapshot interval, retries and client lease/token times.
         ``redb_cache_bytes`` caps a ``redb:`` store's page cache (redb's
         default is a ceiling of 1 GiB, filled by every page read); other
-        stores ignore it.
+        stores ignore it. ``read_only=True`` opens an existing ``redb:`` or
+        ``sqlite:`` store for reading only, as a file this process may not
+        write must be (a backup, another user's file): every read works,
+        and every command raises :class:`StoreError` with ``read_only``.
 
         A store that cannot be opened raises :class:`StoreError` with its
         reason as ``.code``: ``invalid_url``, ``locked`` (a ``redb:`` file
@@ -364,7 +367,7 @@ class Engine(_LifecycleMixin, _RecordsMixin, _AssetsMixin):
         native = await _native.NativeEngine.open(
             url, principal, None if clock is None else clock._native, sequential_ids,
             None if authorizer is None else authorizer._native, None if config is None else config._args(),
-            redb_cache_bytes)
+            redb_cache_bytes, read_only)
         return cls(native)
 
     def as_principal(self, principal: str) -> "Engine":
