@@ -2,22 +2,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::process::Command;
+mod common;
+
+use common::narad;
 
 use narad_engine::{Engine, NewSession, Principal, StartRun};
 use narad_store::Store;
-
-fn narad(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_narad"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// A session `s-open` with a running run, and `s-done` with a message.
 fn fill(url: &str) -> String {

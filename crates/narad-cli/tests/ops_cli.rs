@@ -4,24 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::process::Command;
+mod common;
+
+use common::narad;
+
 use std::time::{Duration, SystemTime};
 
 use narad_engine::{Engine, Interrupt, InterruptScope, NewSession, Principal, StartRun, Started};
 use narad_store::Store;
 use serde_json::Value;
-
-fn narad(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_narad"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 struct Setup {
     /// Session with a run waiting on `run_interrupt`.

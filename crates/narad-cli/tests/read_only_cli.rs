@@ -10,21 +10,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-fn narad(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_narad"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::{narad, trace};
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::Command;
 
 /// Makes `paths` unwritable; gives them back on drop.
 struct Unwritable(Vec<PathBuf>, bool);
@@ -62,14 +54,6 @@ impl Drop for Unwritable {
             let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755));
         }
     }
-}
-
-fn trace(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../conformance/traces")
-        .join(name)
-        .display()
-        .to_string()
 }
 
 #[test]

@@ -9,6 +9,7 @@ use narad_store::StoreError;
 use narad_store_redb::{RedbStore, SCHEMA_VERSION};
 
 narad_store::store_suite!(RedbStore::open);
+narad_store::file_store_suite!(RedbStore::open, RedbStore::open_read_only);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_from_a_newer_layout_is_refused() {

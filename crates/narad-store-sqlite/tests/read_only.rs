@@ -1,22 +1,12 @@
-//! The shared read-only case on a real sqlite file.
+//! A read-only open of an older SQLite layout (the shared read-only case
+//! runs in `store.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use narad_store_sqlite::SqliteStore;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_store_opened_read_only_reads_and_refuses_every_write() {
-    let dir = tempfile::tempdir().unwrap();
-    narad_store::suite_read_only::a_store_opened_read_only_reads_and_refuses_every_write(
-        dir.path(),
-        SqliteStore::open,
-        SqliteStore::open_read_only,
-    )
-    .await;
-}
-
 /// An older layout is migrated only by a writable open: read-only, it is
-/// refused by name, and the file is left as it was.
+/// refused by name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_older_layout_is_refused_read_only() {
     let dir = tempfile::tempdir().unwrap();

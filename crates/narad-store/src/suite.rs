@@ -650,3 +650,48 @@ macro_rules! store_suite {
         }
     };
 }
+
+/// Expands to the cases only a file backend has, on real files: the
+/// read-only open ([`crate::suite_read_only`]) and the full disk
+/// ([`crate::suite_full`], with the child process it starts). `$open`
+/// opens writable, `$read_only` read-only.
+#[macro_export]
+macro_rules! file_store_suite {
+    ($open:expr, $read_only:expr) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_store_opened_read_only_reads_and_refuses_every_write() {
+            if ::std::env::var_os($crate::suite_full::FULL_CHILD_ENV).is_some() {
+                return;
+            }
+            let dir = ::tempfile::tempdir().unwrap();
+            $crate::suite_read_only::a_store_opened_read_only_reads_and_refuses_every_write(
+                dir.path(),
+                $open,
+                $read_only,
+            )
+            .await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_full_disk_refuses_a_write_and_room_lets_the_store_write_again() {
+            if ::std::env::var_os($crate::suite_full::FULL_CHILD_ENV).is_some() {
+                return;
+            }
+            let dir = ::tempfile::tempdir().unwrap();
+            $crate::suite_full::a_full_disk_refuses_a_write_and_room_lets_the_store_write_again(
+                dir.path(),
+                "full_disk_child_process",
+            )
+            .await;
+        }
+
+        /// Works only as the child of the full-disk case, which starts it.
+        #[cfg(unix)]
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn full_disk_child_process() {
+            if let Some(dir) = ::std::env::var_os($crate::suite_full::FULL_CHILD_ENV) {
+                $crate::suite_full::full_disk_child(dir.into(), $open).await;
+            }
+        }
+    };
+}

@@ -6,6 +6,28 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+/// `narad ARGS`: exit code (-1 if killed), stdout and stderr.
+pub fn narad(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_narad"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The path of the project's conformance trace `name`.
+pub fn trace(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../conformance/traces")
+        .join(name)
+        .display()
+        .to_string()
+}
+
 /// Address space a child may map (`prlimit --as`): far below what reading
 /// a hostile file whole costs, far above what streaming it needs.
 pub const AS_LIMIT: u64 = 1 << 30;
