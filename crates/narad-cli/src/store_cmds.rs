@@ -226,6 +226,9 @@ pub async fn export(store: &AnyStore, session: Option<&str>, after: u64, all: bo
 pub async fn verify(url: &str, json: bool) -> Outcome {
     let mut kinds: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut codes: BTreeMap<&'static str, u64> = BTreeMap::new();
+    // Set when the check could not run because the file opens only
+    // read-only: that open then serves the rest.
+    let mut read_only = None;
     match narad_stores::check_integrity(url).await {
         Ok(Some(true) | None) => {}
         Ok(Some(false)) => {
@@ -256,23 +259,25 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
         }
         // A file this process may only read: the check (which may repair)
         // is skipped, and every row and journal is still verified.
-        Err(e)
-            if narad_stores::open_read_only_with(url, &open_options())
-                .await
-                .is_ok() =>
-        {
-            let reason = format!("the file opens only read-only ({e})");
-            if json {
-                json_line(&VerifyLine::FileUnchecked { reason: &reason })?;
-            } else {
-                out!("store file: not checked: {reason}");
+        Err(e) => match narad_stores::open_read_only_with(url, &open_options()).await {
+            Ok(store) => {
+                let reason = format!("the file opens only read-only ({e})");
+                if json {
+                    json_line(&VerifyLine::FileUnchecked { reason: &reason })?;
+                } else {
+                    out!("store file: not checked: {reason}");
+                }
+                read_only = Some(store);
             }
-        }
-        Err(e) => return Err(err(e).into()),
+            Err(_) => return Err(err(e).into()),
+        },
     }
-    let store = narad_stores::open_for_reading_with(url, &open_options())
-        .await
-        .map_err(err)?;
+    let store = match read_only {
+        Some(store) => store,
+        None => narad_stores::open_for_reading_with(url, &open_options())
+            .await
+            .map_err(err)?,
+    };
     let (mut ok, mut bad, mut damaged) = (0u64, 0u64, 0u64);
     let mut valid = Vec::new();
     let all = all_sessions(&store).await?;

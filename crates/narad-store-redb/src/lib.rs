@@ -124,7 +124,8 @@ const MIGRATIONS: [Migration; 3] = [
 /// on [`Store::close`].
 #[derive(Clone)]
 pub struct RedbStore {
-    /// `None` once closed; reads take a clone so close never waits on them.
+    /// The open file (or why there is none: closed, or a failed reopen);
+    /// reads take a clone of its handle so close never waits on them.
     db: Arc<recover::Slot>,
     group: Arc<GroupCommit>,
     /// The file, named in damage reports.
@@ -193,7 +194,6 @@ impl RedbStore {
 /// The write path, owned by the writer thread.
 struct Writer {
     handle: recover::Handle,
-    path: Arc<Path>,
 }
 
 /// The tables of one write transaction: what [`plan_batch`] reads and what
@@ -384,7 +384,7 @@ impl GroupWriter for Writer {
         batches: &[Batch],
     ) -> Result<Vec<Result<Appended, StoreError>>, StoreError> {
         let db = self.handle.db()?;
-        let committed = guarded(&self.path, || {
+        let committed = guarded(self.handle.path(), || {
             let tx = db.writable()?.begin_write().map_err(rerr)?;
             let outcomes = {
                 let mut tables = Tables::open(&tx)?;

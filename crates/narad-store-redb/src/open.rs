@@ -158,7 +158,6 @@ impl RedbStore {
             "narad-redb",
             Writer {
                 handle: recover::Handle::new(db, Arc::clone(&slot), Arc::clone(&path), options),
-                path: Arc::clone(&path),
             },
         )?;
         Ok(Self {
@@ -216,16 +215,7 @@ impl RedbStore {
             Err(e) => return Err(rerr(e)),
         };
         drop(tx);
-        let (found, supported) = (
-            u32::try_from(found).unwrap_or(u32::MAX),
-            SCHEMA_VERSION as u32,
-        );
-        if found > supported {
-            return Err(StoreError::NewerSchema { found, supported });
-        }
-        if found < supported {
-            return Err(StoreError::OlderSchema { found, supported });
-        }
+        narad_store::read_only_layout(found, SCHEMA_VERSION as u32)?;
         let slot = Arc::new(recover::Slot::new(Arc::new(recover::Db::Read(db))));
         let group = GroupCommit::start("narad-redb-read-only", narad_store::group::ReadOnlyWriter)?;
         Ok(Self {

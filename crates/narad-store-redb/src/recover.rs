@@ -96,6 +96,11 @@ impl Handle {
         }
     }
 
+    /// The file, named in damage reports.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The database to write, reopening the file first if the last reopen
     /// failed.
     pub(crate) fn db(&mut self) -> Result<Arc<Db>, StoreError> {

@@ -169,6 +169,18 @@ fn connect(path: &Path, options: &SqliteOptions, create: bool) -> Result<Connect
     Ok(conn)
 }
 
+/// The layout the file records (0 before any).
+fn schema_version(conn: &Connection) -> rusqlite::Result<i64> {
+    Ok(conn
+        .query_row(
+            "SELECT value FROM meta WHERE name = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?
+        .unwrap_or(0))
+}
+
 /// Brings the file to [`SCHEMA_VERSION`] in one transaction, or refuses a
 /// newer one. Another process may be migrating at the same moment:
 /// `BEGIN IMMEDIATE` serializes the two and the second finds nothing to do.
@@ -180,15 +192,7 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);",
     )
     .map_err(sql)?;
-    let found: i64 = tx
-        .query_row(
-            "SELECT value FROM meta WHERE name = 'schema_version'",
-            [],
-            |r| r.get(0),
-        )
-        .optional()
-        .map_err(sql)?
-        .unwrap_or(0);
+    let found = schema_version(&tx).map_err(sql)?;
     if found > SCHEMA_VERSION {
         return Err(StoreError::NewerSchema {
             found: u32::try_from(found).unwrap_or(u32::MAX),
@@ -241,11 +245,6 @@ impl SqliteStore {
         let path: PathBuf = path.as_ref().to_owned();
         tokio::task::spawn_blocking(move || {
             let check = || {
-                if !path.exists() {
-                    return Err(StoreError::NotFound {
-                        path: path.display().to_string(),
-                    });
-                }
                 let conn = read_only::open_ro(&path, &SqliteOptions::default())?;
                 let verdict: String = conn
                     .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use narad_store::group::{GroupCommit, ReadOnlyWriter};
 use narad_store::StoreError;
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use rusqlite::{Connection, OpenFlags};
 
-use crate::{backend, sql, SqliteOptions, SqliteStore, SCHEMA_VERSION};
+use crate::{backend, schema_version, sql, SqliteOptions, SqliteStore, SCHEMA_VERSION};
 
 /// `path` as an SQLite URI filename with `query` (the characters a URI
 /// gives meaning to escaped).
@@ -31,21 +31,16 @@ fn uri(path: &Path, query: &str) -> Result<String, StoreError> {
     Ok(out)
 }
 
-fn schema_version(conn: &Connection) -> rusqlite::Result<i64> {
-    Ok(conn
-        .query_row(
-            "SELECT value FROM meta WHERE name = 'schema_version'",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?
-        .unwrap_or(0))
-}
-
-/// A read-only connection. A WAL database in a directory this process
-/// cannot write has no `-shm` to share and fails its first read; nobody
-/// can write it there either, so it is then read as immutable.
+/// A read-only connection to the existing file at `path`. A WAL database
+/// in a directory this process cannot write has no `-shm` to share and
+/// fails its first read; nobody can write it there either, so it is then
+/// read as immutable.
 pub(crate) fn open_ro(path: &Path, options: &SqliteOptions) -> Result<Connection, StoreError> {
+    if !path.exists() {
+        return Err(StoreError::NotFound {
+            path: path.display().to_string(),
+        });
+    }
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -70,14 +65,8 @@ pub(crate) fn open_ro(path: &Path, options: &SqliteOptions) -> Result<Connection
 /// A read-only connection to a store of this build's layout.
 fn connect(path: &Path, options: &SqliteOptions) -> Result<Connection, StoreError> {
     let conn = open_ro(path, options)?;
-    let found = u32::try_from(schema_version(&conn).map_err(sql)?).unwrap_or(u32::MAX);
-    let supported = SCHEMA_VERSION as u32;
-    if found > supported {
-        return Err(StoreError::NewerSchema { found, supported });
-    }
-    if found < supported {
-        return Err(StoreError::OlderSchema { found, supported });
-    }
+    let found = u64::try_from(schema_version(&conn).map_err(sql)?).unwrap_or(u64::MAX);
+    narad_store::read_only_layout(found, SCHEMA_VERSION as u32)?;
     Ok(conn)
 }
 
@@ -97,12 +86,7 @@ impl SqliteStore {
     pub async fn open_read_only(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref().to_owned();
         tokio::task::spawn_blocking(move || {
-            let open = || {
-                if !path.exists() {
-                    return Err(StoreError::NotFound {
-                        path: path.display().to_string(),
-                    });
-                }
+            let open = || -> Result<Self, StoreError> {
                 let conn = connect(&path, &SqliteOptions::default())?;
                 let group = GroupCommit::start("narad-sqlite-read-only", ReadOnlyWriter)?;
                 Ok(Self {

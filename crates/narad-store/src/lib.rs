@@ -218,6 +218,26 @@ pub fn from_sql_int(v: i64) -> Result<u64, StoreError> {
     u64::try_from(v).map_err(|_| StoreError::Backend("stored sequence is negative".into()))
 }
 
+/// Whether a store opened read-only can be read by this build: its layout
+/// `found` must be this build's `supported` one, since a newer layout is
+/// unknown to it ([`StoreError::NewerSchema`]) and an older one needs the
+/// migration only a writable open runs ([`StoreError::OlderSchema`]).
+///
+/// ```
+/// use narad_store::{read_only_layout, StoreError};
+/// assert_eq!(read_only_layout(3, 3), Ok(()));
+/// assert_eq!(read_only_layout(2, 3), Err(StoreError::OlderSchema { found: 2, supported: 3 }));
+/// assert_eq!(read_only_layout(9, 3), Err(StoreError::NewerSchema { found: 9, supported: 3 }));
+/// ```
+pub fn read_only_layout(found: u64, supported: u32) -> Result<(), StoreError> {
+    let found = u32::try_from(found).unwrap_or(u32::MAX);
+    match found.cmp(&supported) {
+        std::cmp::Ordering::Equal => Ok(()),
+        std::cmp::Ordering::Greater => Err(StoreError::NewerSchema { found, supported }),
+        std::cmp::Ordering::Less => Err(StoreError::OlderSchema { found, supported }),
+    }
+}
+
 /// The condition a side write requires of the current value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expect {
