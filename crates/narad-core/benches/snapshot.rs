@@ -2,7 +2,9 @@
 //! without a store or a digest: what `Checker::snapshot` (every eventId
 //! kept) and `Checker::snapshot_for_store` (the engine's) write and the
 //! best of five `Checker::restore`s (`NARAD_BENCH_RESTORES=50`: of fifty,
-//! to profile them). The two corpora of narad-engine's `hydrate` bench:
+//! to profile them), and of five `Checker::restore_shared`s of the
+//! store's snapshot (the engine's: messages kept in place, not copied).
+//! The two corpora of narad-engine's `hydrate` bench:
 //!
 //! - `runs`: back-to-back runs, eight events a run;
 //! - `messages`: user messages only, so the snapshot is mostly transcript;
@@ -124,12 +126,21 @@ fn measure(corpus: &str, n: u64, restores: usize) {
             best = best.min(t.elapsed());
             assert_eq!(r.session_head("s"), Some(n));
         }
+        let shared = bytes::Bytes::from(snap);
+        let mut best_shared = Duration::MAX;
+        for _ in 0..restores {
+            let t = Instant::now();
+            let (_, r) = Checker::restore_shared(Validator::default(), &shared, || true);
+            best_shared = best_shared.min(t.elapsed());
+            assert_eq!(r.unwrap().session_head("s"), Some(n));
+        }
         println!(
-            "{kind:9} {corpus:8} {n:>8} events: {:>10} bytes ({:>5.1} B/event); write {:>7.1} ms; restore {:>7.1} ms",
-            snap.len(),
-            snap.len() as f64 / n as f64,
+            "{kind:9} {corpus:8} {n:>8} events: {:>10} bytes ({:>5.1} B/event); write {:>7.1} ms; restore {:>7.1} ms (in place {:>7.1} ms)",
+            shared.len(),
+            shared.len() as f64 / n as f64,
             write.as_secs_f64() * 1e3,
             best.as_secs_f64() * 1e3,
+            best_shared.as_secs_f64() * 1e3,
         );
     }
 }

@@ -386,8 +386,9 @@ proptest! {
     }
 }
 
-/// Snapshot format 8 holds closed history as packed arenas and the
-/// transcript's messages and reasoning as a binary part: an older snapshot is not restored (the host replays its journal instead), and a
+/// Snapshot format 10 holds closed history as packed arenas, the
+/// transcript's messages as a part restored in place and its reasoning as
+/// a binary part: an older snapshot is not restored (the host replays its journal instead), and a
 /// current one restores to the same state, closed history included.
 #[test]
 fn only_the_current_snapshot_format_restores() {
@@ -416,9 +417,9 @@ fn only_the_current_snapshot_format_restores() {
     let snap = c.snapshot();
     let restored = Checker::restore(Validator::default(), &snap).unwrap();
     assert_eq!(restored.debug_state(), c.debug_state());
-    // The header: a magic string, then the format (8) as a u32 LE.
-    assert_eq!(&snap[..12], b"narad.ck\x08\0\0\0");
-    for format in [5, 6, 7] {
+    // The header: a magic string, then the format (10) as a u32 LE.
+    assert_eq!(&snap[..12], b"narad.ck\x0a\0\0\0");
+    for format in [5, 6, 7, 8, 9] {
         let mut old = snap.clone();
         old[8] = format;
         assert!(Checker::restore(Validator::default(), &old).is_none());

@@ -333,15 +333,23 @@ impl Journal {
             }
         }
         if bytes.len() < OFF_THREAD_BYTES {
-            return Ok(Self::restore(session_id, meta, &snap));
+            return Ok(Self::restore(session_id, meta, &snap, None));
         }
+        // The restored checker keeps a long transcript's messages as a
+        // slice of these bytes: a buffer of their own, not one a store
+        // shares (a layout 2 redb file's large value holds its read
+        // transaction open), which is copied once.
+        let bytes = match bytes.is_unique() {
+            true => bytes,
+            false => Bytes::copy_from_slice(&bytes),
+        };
         // A long session's restore takes milliseconds of CPU: on the
         // blocking pool, not on the async thread that polls the hydrate
         // (a tokio worker, or a Python binding's event loop).
         let sid = session_id.to_owned();
         let restored = off_thread(move || {
             let snap = snapshot::unseal_header(&sid, &bytes)?;
-            Self::restore(&sid, meta, &snap)
+            Self::restore(&sid, meta, &snap, Some(&bytes))
         })
         .await;
         // A restore that panicked (none can be reached) reads as a state
@@ -357,6 +365,7 @@ impl Journal {
         session_id: &str,
         meta: Meta,
         snap: &snapshot::Unsealed<'_>,
+        whole: Option<&Bytes>,
     ) -> Result<Self, Reject> {
         let damaged = || match snap.body_intact() {
             true => Reject::State,
@@ -372,7 +381,10 @@ impl Journal {
         let (exp, checker) = parts().ok_or_else(damaged)?;
         let mut j = Self::new(session_id, meta);
         let intact = || snap.body_intact();
-        let (intact, checker) = Checker::restore_checked(j.validator, checker, intact);
+        let (intact, checker) = match whole.and_then(|w| within(w, checker)) {
+            Some(shared) => Checker::restore_shared(j.validator, &shared, intact),
+            None => Checker::restore_checked(j.validator, checker, intact),
+        };
         if !intact {
             return Err(Reject::Checksum);
         }
@@ -711,4 +723,11 @@ pub(crate) async fn for_each_event<S: Store + ?Sized>(
         }
     }
     Ok(())
+}
+
+/// `part` as a slice of `whole`, if it lies within it.
+fn within(whole: &Bytes, part: &[u8]) -> Option<Bytes> {
+    let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= whole.len()).then(|| whole.slice(start..end))
 }

@@ -4,10 +4,13 @@
 //! visibility rule.
 
 use super::id_index::{Hashes, IdIndex};
+use super::messages::Messages;
+use super::packed_messages::Packed;
 use super::{fail, Label, R};
 use crate::model::{AuthorityEnvelope, AuthorityPayload, Role, Scope};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// One transcript message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,18 +70,11 @@ pub struct Reasoning {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Transcript {
     /// Messages in authority order.
-    pub messages: Vec<Message>,
+    pub messages: Messages,
     /// Reasoning streams in authority order.
     pub reasoning: Vec<Reasoning>,
     #[serde(skip)]
-    index: IdIndex,
-    #[serde(skip)]
     reasoning_index: IdIndex,
-}
-
-/// The message id at each position of `m`.
-fn message_ids<'a>(m: &'a [Message]) -> impl Fn(usize) -> Option<&'a str> + Copy + 'a {
-    move |p| m.get(p).map(|m| m.message_id.as_str())
 }
 
 /// The reasoning id at each position of `r`.
@@ -87,21 +83,12 @@ fn reasoning_ids<'a>(r: &'a [Reasoning]) -> impl Fn(usize) -> Option<&'a str> + 
 }
 
 /// A list of the transcript with its id index, as a restore builds them
-/// (the two lists on two threads; indexes are not serialized).
+/// (indexes are not serialized).
 pub(super) struct IndexedList<T>(Vec<T>, IdIndex);
 
 impl<T> IndexedList<T> {
     pub(super) fn is_empty(&self) -> bool {
         self.0.is_empty()
-    }
-}
-
-impl IndexedList<Message> {
-    /// The messages a decoder read, with their id hashes in order; `None`
-    /// if an id repeats, which no checker writes.
-    pub(super) fn messages((m, hashes): (Vec<Message>, Hashes)) -> Option<Self> {
-        let index = IdIndex::from_hashes(hashes, message_ids(&m))?;
-        Some(Self(m, index))
     }
 }
 
@@ -115,17 +102,18 @@ impl IndexedList<Reasoning> {
 }
 
 impl Transcript {
-    /// The transcript of the two restored lists.
-    pub(super) fn restored(
-        messages: IndexedList<Message>,
-        reasoning: IndexedList<Reasoning>,
-    ) -> Self {
+    /// The transcript of restored messages and reasoning streams.
+    pub(super) fn restored(messages: Option<Packed>, reasoning: IndexedList<Reasoning>) -> Self {
         Self {
-            messages: messages.0,
+            messages: Messages::restored(messages),
             reasoning: reasoning.0,
-            index: messages.1,
             reasoning_index: reasoning.1,
         }
+    }
+
+    /// Whether there are no messages and no reasoning streams.
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty() && self.reasoning.is_empty()
     }
 }
 
@@ -147,17 +135,17 @@ impl Transcript {
     /// let mut c = Checker::default();
     /// c.push_bytes(br#"{"protocolVersion":"narad/v1","eventId":"e1","timestamp":"2026-08-05T00:00:00Z","sessionId":"s","sessionSequence":1,"type":"message.user.recorded","messageId":"u1","messageScope":"session","content":"Hi"}"#).unwrap();
     /// let t = c.transcript("s").unwrap();
-    /// assert_eq!(t.get("u1").map(|m| m.content.as_str()), Some("Hi"));
+    /// assert_eq!(t.get("u1").map(|m| m.content.clone()), Some("Hi".into()));
     /// assert!(t.get("u2").is_none());
     /// ```
-    pub fn get(&self, message_id: &str) -> Option<&Message> {
-        let i = self.index.get(message_id, message_ids(&self.messages))?;
-        self.messages.get(i)
+    pub fn get(&self, message_id: &str) -> Option<Cow<'_, Message>> {
+        self.messages.at(self.messages.find(message_id)?)
     }
 
-    fn position(&self, id: &str) -> R<usize> {
-        match self.index.get(id, message_ids(&self.messages)) {
-            Some(i) => Ok(i),
+    /// The message `id`, to change.
+    fn found(&mut self, id: &str) -> R<&mut Message> {
+        match self.messages.find(id).and_then(|i| self.messages.at_mut(i)) {
+            Some(m) => Ok(m),
             None => fail(
                 "message_unknown",
                 "9.2",
@@ -167,18 +155,14 @@ impl Transcript {
     }
 
     fn new_message(&mut self, m: Message) -> R {
-        let at = self.messages.len();
-        if !self
-            .index
-            .insert(&m.message_id, at, message_ids(&self.messages))
-        {
+        let id = m.message_id.clone();
+        if !self.messages.push(m) {
             return fail(
                 "message_duplicate",
                 "9.2",
-                format!("message {} already exists", m.message_id),
+                format!("message {id} already exists"),
             );
         }
-        self.messages.push(m);
         Ok(())
     }
 
@@ -235,8 +219,7 @@ impl Transcript {
                 ))
             }
             P::MessageTextDelta { message_id, delta } => {
-                let i = self.position(message_id)?;
-                let m = &mut self.messages[i];
+                let m = self.found(message_id)?;
                 if m.completed {
                     return fail(
                         "message_completed",
@@ -248,15 +231,15 @@ impl Transcript {
                 Ok(())
             }
             P::MessageTextCompleted { message_id } => {
-                let i = self.position(message_id)?;
-                if self.messages[i].completed {
+                let m = self.found(message_id)?;
+                if m.completed {
                     return fail(
                         "message_completed",
                         "9.2",
                         format!("message {message_id} already completed"),
                     );
                 }
-                self.messages[i].completed = true;
+                m.completed = true;
                 Ok(())
             }
             P::MessageRedacted {
@@ -264,8 +247,7 @@ impl Transcript {
                 display_replacement,
                 ..
             } => {
-                let i = self.position(message_id)?;
-                self.messages[i].redacted = Some(display_replacement.clone());
+                self.found(message_id)?.redacted = Some(display_replacement.clone());
                 Ok(())
             }
             P::ReasoningStarted(r) => {
@@ -319,16 +301,11 @@ impl Transcript {
     /// snapshot lists become complete session messages; reasoning is kept.
     pub(super) fn replace_with_snapshot(&mut self, messages: &[Value]) {
         self.messages.clear();
-        self.index.clear();
         for m in messages {
             let text = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_owned);
             let Some(id) = text("messageId") else {
                 continue;
             };
-            let at = self.messages.len();
-            if !self.index.insert(&id, at, message_ids(&self.messages)) {
-                continue;
-            }
             self.messages.push(Message {
                 message_id: id,
                 role: text("role").map_or_else(|| "assistant".into(), Label::from),

@@ -98,11 +98,6 @@ impl IdIndex {
             btree_map::Entry::Occupied(_) => false,
         })
     }
-
-    pub fn clear(&mut self) {
-        self.by_hash.clear();
-        self.clashes.clear();
-    }
 }
 
 /// The id hashes of positions `0, 1, ...`, in order, for

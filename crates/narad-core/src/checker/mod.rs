@@ -23,17 +23,20 @@ mod hydrate;
 mod id_index;
 mod identity;
 mod label;
+mod messages;
+mod packed_messages;
+mod reasoning_bytes;
 mod rules;
 mod seen;
 mod session;
 mod snapshot;
-mod transcript_bytes;
 mod watch;
 
 pub use client::{ClientLedger, CLOSURE_CODES};
 pub use conversation::{Message, Reasoning, Transcript};
 pub use documents::{Document, Documents, Lifecycle};
 pub use label::Label;
+pub use messages::Messages;
 
 use crate::graph::RunGraph;
 use crate::model::{
@@ -482,7 +485,7 @@ impl Checker {
     /// instead); closed history is installed as written, each record
     /// checked but none unpacked.
     pub fn restore(validator: Validator, bytes: &[u8]) -> Option<Self> {
-        snapshot::read_checked(validator, bytes, || true).1
+        snapshot::read_checked(validator, bytes, None, || true).1
     }
 
     /// [`Checker::restore`] with a check of the same bytes (a host's
@@ -506,7 +509,28 @@ impl Checker {
         bytes: &[u8],
         check: impl FnOnce() -> bool,
     ) -> (bool, Option<Self>) {
-        snapshot::read_checked(validator, bytes, check)
+        snapshot::read_checked(validator, bytes, None, check)
+    }
+
+    /// [`Checker::restore_checked`] of `bytes`, which keeps a long
+    /// transcript's messages as a slice of `bytes` instead of a copy (a
+    /// host that read the snapshot into its own buffer saves the copy;
+    /// the buffer is then held while the checker holds those messages).
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use narad_core::{checker::Checker, Validator};
+    ///
+    /// let bytes = Bytes::from(Checker::default().snapshot());
+    /// let (passed, restored) = Checker::restore_shared(Validator::default(), &bytes, || true);
+    /// assert!(passed && restored.is_some());
+    /// ```
+    pub fn restore_shared(
+        validator: Validator,
+        bytes: &bytes::Bytes,
+        check: impl FnOnce() -> bool,
+    ) -> (bool, Option<Self>) {
+        snapshot::read_checked(validator, bytes, Some(bytes), check)
     }
 
     /// Parses, validates and applies one record.

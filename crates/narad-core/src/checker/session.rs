@@ -82,8 +82,7 @@ static EMPTY: LazyLock<Extra> = LazyLock::new(Extra::default);
 impl Extra {
     fn is_unused(&self) -> bool {
         let d = &self.documents;
-        self.transcript.messages.is_empty()
-            && self.transcript.reasoning.is_empty()
+        self.transcript.is_empty()
             && d.documents.is_empty()
             && d.views.is_empty()
             && d.attachments.is_empty()
@@ -154,7 +153,7 @@ impl Session {
     /// The serde form of the open part only: run-tree heads, runs and tool
     /// calls not in [`Closed`] (the snapshot writes that as its arenas),
     /// and the transcript without its messages (the snapshot writes those
-    /// as a binary part: `transcript_bytes.rs`). Deserializing it gives a
+    /// as binary parts: `packed_messages.rs`, `reasoning_bytes.rs`). Deserializing it gives a
     /// session with no closed history and no messages.
     pub fn open_state(&self) -> impl Serialize + '_ {
         let w = self.w();

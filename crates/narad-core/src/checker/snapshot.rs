@@ -19,40 +19,46 @@
 //! ([`Checker::snapshot_for_store`], format 9), whose sessions say in
 //! `idsBefore` the position through which their ids were left to the
 //! store; an arena is its live records as laid out in
-//! memory ([`super::closed`]); the messages and reasoning streams are one
-//! binary record each ([`super::transcript_bytes`]). Restoring parses the JSON, checks every
-//! arena record and the packed graph it holds, decodes the messages (a
-//! corrupt or hostile part refuses the whole snapshot: `None`, and the
-//! host replays) and installs the arenas as they are.
+//! memory ([`super::closed`]); the messages are one part kept as it is
+//! ([`super::packed_messages`]) and the reasoning streams one binary
+//! record ([`super::reasoning_bytes`]). Restoring parses the JSON, checks every
+//! arena record, the packed graph it holds and the messages part, decodes
+//! the reasoning (a corrupt or hostile part refuses the whole snapshot:
+//! `None`, and the host replays) and installs the arenas and messages as
+//! they are.
 
 use super::closed::Closed;
 use super::conversation::IndexedList;
 use super::derived::{Derived, Graphs};
+use super::packed_messages::Packed;
+use super::reasoning_bytes;
 use super::seen::Seen;
 use super::session::Session;
-use super::transcript_bytes;
 use super::{Checker, ClientLedger, Transcript};
 use crate::small_map::SmallMap;
 use crate::validate::Validator;
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-/// Version of the [`Checker::snapshot`] layout. Version 8: the binary
+/// Version of the [`Checker::snapshot`] layout. Version 10: the binary
 /// envelope above, closed history as packed arenas, dedup sets as 12-byte
-/// entries and the transcript's messages and reasoning streams as a binary
-/// part. Version 7 held the reasoning in the JSON; version 6 held the
+/// entries, the transcript's messages as a part restored in place, with
+/// their id index ([`super::packed_messages`]), and its reasoning streams
+/// as a binary part. Version 8 held the messages as rows decoded on
+/// restore; version 7 held the reasoning in the JSON; version 6 held the
 /// messages in the JSON; version 5 was one JSON document with every run
 /// and graph rendered. Other versions are not restored: the host replays
 /// the journal instead.
-pub(super) const SNAPSHOT_FORMAT: u32 = 8;
+pub(super) const SNAPSHOT_FORMAT: u32 = 10;
 
-/// Version 9: version 8 in which a session's open state may say
+/// Version 11: version 10 in which a session's open state may say
 /// `idsBefore`, the position at and before which its dedup set holds no
 /// eventId ([`Checker::snapshot_for_store`] writes them all so, with empty
-/// dedup sets). A build that knows only version 8 refuses it rather than
-/// restore those sets as complete.
-const FORGETFUL_FORMAT: u32 = 9;
+/// dedup sets). A build that knows only version 10 refuses it rather than
+/// restore those sets as complete. (Version 9 was the same over version 8.)
+const FORGETFUL_FORMAT: u32 = 11;
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
@@ -155,11 +161,9 @@ pub(super) fn write(c: &Checker, ids: EventIds) -> Vec<u8> {
         put_part(&mut out, |o| closed.map_or((), |c| c.runs.write_live(o)));
         put_part(&mut out, |o| closed.map_or((), |c| c.tools.write_live(o)));
         let t = &s.x().transcript;
+        put_part(&mut out, |o| t.messages.write(o));
         put_part(&mut out, |o| {
-            transcript_bytes::write_messages(&t.messages, o)
-        });
-        put_part(&mut out, |o| {
-            transcript_bytes::write_reasoning(&t.reasoning, o)
+            reasoning_bytes::write_reasoning(&t.reasoning, o)
         });
     }
     out
@@ -203,11 +207,12 @@ fn beside<A: Send, B>(
 pub(super) fn read_checked(
     validator: Validator,
     bytes: &[u8],
+    shared: Option<&Bytes>,
     check: impl FnOnce() -> bool,
 ) -> (bool, Option<Checker>) {
     let mut check = Some(check);
     let mut passed = None;
-    let restored = read(validator, bytes, &mut || {
+    let restored = read(validator, bytes, shared, &mut || {
         passed = passed.or_else(|| check.take().map(|c| c()));
     });
     let passed = passed.or_else(|| check.take().map(|c| c()));
@@ -215,9 +220,21 @@ pub(super) fn read_checked(
     (passed, restored.filter(|_| passed))
 }
 
+/// `part` as a slice of `whole`, if it lies within it.
+fn within(whole: &Bytes, part: &[u8]) -> Option<Bytes> {
+    let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= whole.len()).then(|| whole.slice(start..end))
+}
+
 /// [`read_checked`] without the check's result: `alongside` runs in each
 /// session's restore, on this thread, beside the second thread if any.
-fn read(validator: Validator, bytes: &[u8], alongside: &mut dyn FnMut()) -> Option<Checker> {
+fn read(
+    validator: Validator,
+    bytes: &[u8],
+    shared: Option<&Bytes>,
+    alongside: &mut dyn FnMut(),
+) -> Option<Checker> {
     #[derive(Deserialize)]
     struct Open {
         state: Session,
@@ -254,30 +271,41 @@ fn read(validator: Validator, bytes: &[u8], alongside: &mut dyn FnMut()) -> Opti
         // Thread two checks the dedup set and arenas in place and decodes
         // the reasoning, while this one decodes the messages (the larger
         // share of a conversation's allocations).
-        let (two, messages) = beside(
-            seen.len() + runs.len() + tools.len() + reasoning.len(),
+        // The messages are kept where they lie (a slice of `shared`, when
+        // given, else one copy of their part) and checked, not decoded.
+        let messages = match shared.and_then(|b| within(b, messages)) {
+            Some(b) => b,
+            None => Bytes::copy_from_slice(messages),
+        };
+        // Thread two checks the dedup set, arenas and messages in place,
+        // while this one decodes the reasoning (a conversation's many
+        // strings) and runs `alongside`.
+        let (two, reasoning) = beside(
+            seen.len() + runs.len() + tools.len() + messages.len(),
             || {
-                let reasoning = transcript_bytes::read_reasoning(reasoning);
                 let seen = Seen::from_bytes(seen);
                 let closed = Closed::read(runs, tools);
-                (seen, closed, reasoning.and_then(IndexedList::reasoning))
+                let messages = match messages.is_empty() {
+                    true => Some(None),
+                    false => Packed::read(messages).map(Some),
+                };
+                (seen, closed, messages)
             },
             || {
-                let messages = transcript_bytes::read_messages(messages);
+                let reasoning = reasoning_bytes::read_reasoning(reasoning);
                 alongside();
-                messages.and_then(IndexedList::messages)
+                reasoning.and_then(IndexedList::reasoning)
             },
         );
-        let (seen, closed, reasoning) = two?;
+        let (seen, closed, messages) = two?;
         (s.seen, s.closed) = (seen?, closed?);
         let (messages, reasoning) = (messages?, reasoning?);
         // The JSON holds none (`Session::open_state`): the parts are their
         // one source, so a JSON that carries some is refused.
-        let t = &s.x().transcript;
-        if !t.messages.is_empty() || !t.reasoning.is_empty() {
+        if !s.x().transcript.is_empty() {
             return None;
         }
-        if !messages.is_empty() || !reasoning.is_empty() {
+        if messages.is_some() || !reasoning.is_empty() {
             s.x_mut().transcript = Transcript::restored(messages, reasoning);
         }
         s.w_mut().derived = open.derived;
@@ -642,7 +670,7 @@ mod tests {
         let restored = Checker::restore(Validator::default(), &with(&open)).unwrap();
         assert_eq!(restored.debug_state(), c.debug_state());
         let mut carrying = open.clone();
-        let messages = serde_json::to_value(&c.transcript("s").unwrap().messages).unwrap();
+        let messages = serde_json::to_value(c.transcript("s").unwrap()).unwrap()["messages"].take();
         carrying["sessions"]["s"]["state"]["transcript"]["messages"] = messages;
         assert!(Checker::restore(Validator::default(), &with(&carrying)).is_none());
         let reasoning = &c.transcript("s").unwrap().reasoning;
@@ -679,7 +707,7 @@ mod tests {
         for (i, bytes) in inputs.into_iter().enumerate() {
             for answer in [true, false] {
                 let mut runs = 0;
-                let (passed, restored) = read_checked(Validator::default(), bytes, || {
+                let (passed, restored) = read_checked(Validator::default(), bytes, None, || {
                     runs += 1;
                     answer
                 });
@@ -692,9 +720,13 @@ mod tests {
     #[test]
     fn a_snapshot_of_another_format_is_not_restored() {
         let (c, _) = session();
-        let mut snap = c.snapshot();
-        snap[MAGIC.len()] = 5;
-        assert!(Checker::restore(Validator::default(), &snap).is_none());
+        // Older layouts (8 and 9 held the messages as rows) and unknown
+        // ones are replayed, not restored.
+        for format in [5, 8, 9, 12] {
+            let mut snap = c.snapshot();
+            snap[MAGIC.len()] = format;
+            assert!(Checker::restore(Validator::default(), &snap).is_none());
+        }
     }
 
     /// A snapshot for a store keeps no eventId: the restored checker says
@@ -705,8 +737,8 @@ mod tests {
         let (c, next) = session();
         let full = c.snapshot();
         let forgetful = c.snapshot_for_store();
-        assert_eq!(&full[MAGIC.len()..MAGIC.len() + 4], &[8, 0, 0, 0]);
-        assert_eq!(&forgetful[MAGIC.len()..MAGIC.len() + 4], &[9, 0, 0, 0]);
+        assert_eq!(&full[MAGIC.len()..MAGIC.len() + 4], &[10, 0, 0, 0]);
+        assert_eq!(&forgetful[MAGIC.len()..MAGIC.len() + 4], &[11, 0, 0, 0]);
         // 81 events' dedup entries of 12 bytes, and `"idsBefore":82`.
         assert_eq!(full.len() - forgetful.len(), 82 * 12 - 15);
         let mut r = Checker::restore(Validator::default(), &forgetful).unwrap();
@@ -731,15 +763,15 @@ mod tests {
             assert_eq!(code(a.push_bytes(n)), code(b.push_bytes(n)));
         }
         assert!(!a.may_have_forgotten("s", "e84"));
-        // Still forgetful after its own full snapshot: format 9 again.
+        // Still forgetful after its own full snapshot: format 11 again.
         let again = a.snapshot();
-        assert_eq!(&again[MAGIC.len()..MAGIC.len() + 4], &[9, 0, 0, 0]);
+        assert_eq!(&again[MAGIC.len()..MAGIC.len() + 4], &[11, 0, 0, 0]);
         let a = Checker::restore(Validator::default(), &again).unwrap();
         assert!(a.may_have_forgotten("s", "e2") && !a.may_have_forgotten("s", "e84"));
-        // Version 8 never omits ids; no session omits ids past its head.
-        let mut v8 = forgetful.clone();
-        v8[MAGIC.len()] = 8;
-        assert!(Checker::restore(Validator::default(), &v8).is_none());
+        // Version 10 never omits ids; no session omits ids past its head.
+        let mut v10 = forgetful.clone();
+        v10[MAGIC.len()] = 10;
+        assert!(Checker::restore(Validator::default(), &v10).is_none());
         let mut past = forgetful.clone();
         let key = b"\"idsBefore\":82";
         let at = past.windows(key.len()).position(|w| w == key).unwrap();

@@ -1,0 +1,272 @@
+//! A transcript's messages: the list, its id index, and the messages a
+//! snapshot restored, which stay packed until they are read.
+//!
+//! Messages a restore installed are positions `0..packed.len()` of the
+//! list, held as the snapshot stored them ([`super::packed_messages`]), so
+//! a long conversation restores without a string built per message. The
+//! checker finds them by id and decodes one it changes (a delta, its
+//! completion, a redaction), which is held decoded from then on. Reading
+//! them as `&Message` ([`Messages::iter`], indexing) decodes them all once
+//! and keeps that; serializing, comparing and snapshotting decode each in
+//! turn and keep nothing.
+
+use super::conversation::Message;
+use super::id_index::IdIndex;
+use super::packed_messages::{self, Packed};
+use super::Label;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::OnceLock;
+
+/// A transcript's messages in authority order.
+///
+/// ```
+/// use narad_core::checker::Checker;
+///
+/// let mut c = Checker::default();
+/// c.push_bytes(br#"{"protocolVersion":"narad/v1","eventId":"e1","timestamp":"2026-08-05T00:00:00Z","sessionId":"s","sessionSequence":1,"type":"message.user.recorded","messageId":"u1","messageScope":"session","content":"Hi"}"#).unwrap();
+/// let messages = &c.transcript("s").unwrap().messages;
+/// assert_eq!(messages.len(), 1);
+/// assert_eq!(messages[0].content, "Hi");
+/// let ids: Vec<&str> = messages.iter().map(|m| m.message_id.as_str()).collect();
+/// assert_eq!(ids, ["u1"]);
+/// ```
+#[derive(Clone, Default)]
+pub struct Messages {
+    /// Messages a snapshot restored: positions `0..packed.len()`.
+    packed: Option<Packed>,
+    /// The packed messages decoded (with `thawed` applied), once read as
+    /// references; from then on they are changed here.
+    decoded: OnceLock<Vec<Message>>,
+    /// Packed messages changed while `decoded` is not built, by position.
+    thawed: BTreeMap<usize, Message>,
+    /// Messages after the packed ones.
+    live: Vec<Message>,
+    /// Positions in `live` by id.
+    index: IdIndex,
+}
+
+/// The message id at each position of `m`.
+fn ids<'a>(m: &'a [Message]) -> impl Fn(usize) -> Option<&'a str> + Copy + 'a {
+    move |p| m.get(p).map(|m| m.message_id.as_str())
+}
+
+/// What a packed message that does not decode reads as. A restore checks
+/// every message, so none is read; this keeps positions if one were.
+fn unreadable() -> Message {
+    Message {
+        message_id: String::new(),
+        role: Label::new("assistant"),
+        scope: Label::new("session"),
+        run_id: None,
+        root_run_id: None,
+        content: String::new(),
+        completed: true,
+        redacted: None,
+        attachment_ids: Vec::new(),
+    }
+}
+
+impl Messages {
+    /// The messages a restore read.
+    pub(super) fn restored(packed: Option<Packed>) -> Self {
+        Self {
+            packed,
+            ..Self::default()
+        }
+    }
+
+    fn packed_len(&self) -> usize {
+        self.packed.as_ref().map_or(0, Packed::len)
+    }
+
+    /// How many messages.
+    pub fn len(&self) -> usize {
+        self.packed_len() + self.live.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The packed messages, decoded once.
+    fn decoded(&self) -> &[Message] {
+        let Some(p) = &self.packed else {
+            return &[];
+        };
+        self.decoded.get_or_init(|| {
+            (0..p.len())
+                .map(|i| match self.thawed.get(&i) {
+                    Some(m) => m.clone(),
+                    None => p.message(i).unwrap_or_else(unreadable),
+                })
+                .collect()
+        })
+    }
+
+    /// The messages in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Message> + '_ {
+        self.decoded().iter().chain(&self.live)
+    }
+
+    /// The message at position `i`.
+    pub fn get(&self, i: usize) -> Option<&Message> {
+        match i.checked_sub(self.packed_len()) {
+            None => self.decoded().get(i),
+            Some(j) => self.live.get(j),
+        }
+    }
+
+    /// The messages in order, each packed one decoded in turn and not kept.
+    pub(super) fn each(&self) -> impl Iterator<Item = Cow<'_, Message>> + '_ {
+        (0..self.packed_len())
+            .map(|i| self.at(i).unwrap_or_else(|| Cow::Owned(unreadable())))
+            .chain(self.live.iter().map(Cow::Borrowed))
+    }
+
+    /// The message at position `i`, a packed one decoded and not kept.
+    pub(super) fn at(&self, i: usize) -> Option<Cow<'_, Message>> {
+        if i >= self.packed_len() {
+            return self.live.get(i - self.packed_len()).map(Cow::Borrowed);
+        }
+        if let Some(d) = self.decoded.get() {
+            return d.get(i).map(Cow::Borrowed);
+        }
+        match self.thawed.get(&i) {
+            Some(m) => Some(Cow::Borrowed(m)),
+            None => self.packed.as_ref()?.message(i).map(Cow::Owned),
+        }
+    }
+
+    /// The message at position `i`, to change (a packed one is decoded
+    /// once and held from then on).
+    pub(super) fn at_mut(&mut self, i: usize) -> Option<&mut Message> {
+        if i >= self.packed_len() {
+            let j = i - self.packed_len();
+            return self.live.get_mut(j);
+        }
+        if let Some(d) = self.decoded.get_mut() {
+            self.thawed.clear();
+            return d.get_mut(i);
+        }
+        if !self.thawed.contains_key(&i) {
+            let m = self.packed.as_ref()?.message(i)?;
+            self.thawed.insert(i, m);
+        }
+        self.thawed.get_mut(&i)
+    }
+
+    /// The position of the message `id`.
+    pub(super) fn find(&self, id: &str) -> Option<usize> {
+        if let Some(p) = self.packed.as_ref().and_then(|p| p.find(id)) {
+            return Some(p);
+        }
+        let i = self.index.get(id, ids(&self.live))?;
+        Some(self.packed_len() + i)
+    }
+
+    /// Appends `m`; `false` (and no change) if its id is taken.
+    pub(super) fn push(&mut self, m: Message) -> bool {
+        if self
+            .packed
+            .as_ref()
+            .and_then(|p| p.find(&m.message_id))
+            .is_some()
+            || !self
+                .index
+                .insert(&m.message_id, self.live.len(), ids(&self.live))
+        {
+            return false;
+        }
+        self.live.push(m);
+        true
+    }
+
+    /// Drops every message.
+    pub(super) fn clear(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Appends the snapshot part of the messages.
+    pub(super) fn write(&self, out: &mut Vec<u8>) {
+        packed_messages::write(self.each(), out);
+    }
+}
+
+impl std::ops::Index<usize> for Messages {
+    type Output = Message;
+
+    /// The message at position `i`; panics past the end, as a slice does.
+    #[allow(clippy::panic)]
+    fn index(&self, i: usize) -> &Message {
+        match self.get(i) {
+            Some(m) => m,
+            None => panic!("message {i} of {}", self.len()),
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Messages {
+    type Item = &'a Message;
+    type IntoIter = Box<dyn DoubleEndedIterator<Item = &'a Message> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+/// Equal when the messages are, however they are held.
+impl PartialEq for Messages {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.each().eq(other.each())
+    }
+}
+
+impl fmt::Debug for Messages {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.each()).finish()
+    }
+}
+
+/// A list of messages.
+impl Serialize for Messages {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.each())
+    }
+}
+
+/// A list of messages; a repeated messageId is refused.
+impl<'de> Deserialize<'de> for Messages {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut out = Self::default();
+        for m in Vec::<Message>::deserialize(d)? {
+            if !out.push(m) {
+                return Err(serde::de::Error::custom("a messageId repeats"));
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl From<Vec<Message>> for Messages {
+    /// The messages of `v`; of a repeated id, the first is kept.
+    fn from(v: Vec<Message>) -> Self {
+        let mut out = Self::default();
+        for m in v {
+            out.push(m);
+        }
+        out
+    }
+}
+
+impl From<Messages> for Vec<Message> {
+    fn from(m: Messages) -> Self {
+        match m.packed {
+            None => m.live,
+            Some(_) => m.each().map(Cow::into_owned).collect(),
+        }
+    }
+}

@@ -1,0 +1,545 @@
+//! A transcript's messages as a snapshot stores them, used where they lie:
+//! a restore checks the part and keeps it (a slice of the snapshot, or
+//! one copy of the part), with no string or record built per message.
+//! Messages are decoded when read; the id index is stored with them.
+//!
+//! ```text
+//! header  = count: u32 | strings: u32 | slots: u32 | overflow: u32 | text: u64
+//! record  = first string: u32 | flags: u8 | role: u8 | scope: u8 | 0: u8
+//!           (8 bytes, count of them)
+//! ends    = the end of each string in text: u32
+//! text    = every string, UTF-8, in order
+//! slots   = the id table: a position, or u32::MAX for none: u32
+//! overflow = positions whose id the table could not place, by id: u32
+//! ```
+//!
+//! All numbers are little-endian. A message's strings are its messageId,
+//! its role and scope when they are not a known word (code 255), its runId
+//! and rootRunId when flagged, its content, its redacted text when flagged,
+//! then its attachment ids (the strings left before the next message's
+//! first). Text past 4 GiB is written so that it does not restore (the
+//! host replays). The id table (1.5 slots a message) is open addressing
+//! over the id's hash, its home slot the hash's high bits scaled to the
+//! table, with at most
+//! [`MAX_PROBE`] probes; an id that found no free slot in that many is in
+//! `overflow`, sorted by id, so even ids crafted to share a hash cost a
+//! bounded probe and a binary search, never a scan.
+//!
+//! A restore checks every record, string bound and position, so reading a
+//! restored message never fails. It does not rehash every id to check the
+//! table (that is the cost this layout saves): the table is trusted as the
+//! rest of a snapshot is, which the engine guards with its body digest. A
+//! wrong table can hide an id from a lookup; it cannot send one out of
+//! bounds or panic.
+
+use super::conversation::Message;
+use super::seen::id_hash;
+use super::Label;
+use bytes::Bytes;
+use std::borrow::Cow;
+use std::cmp::Ordering;
+
+const COMPLETED: u8 = 1;
+const RUN_ID: u8 = 2;
+const ROOT_RUN_ID: u8 = 4;
+const REDACTED: u8 = 8;
+/// `redacted` is `Some(Some(text))`; with [`REDACTED`] alone it is hidden.
+const REDACTED_TEXT: u8 = 16;
+const KNOWN: u8 = COMPLETED | RUN_ID | ROOT_RUN_ID | REDACTED | REDACTED_TEXT;
+
+const ROLES: [&str; 3] = ["user", "assistant", "system"];
+const SCOPES: [&str; 3] = ["session", "workflow", "run"];
+/// A role or scope that is not a known word: held as a string.
+const OTHER: u8 = 255;
+
+const HEADER: usize = 24;
+const RECORD: usize = 8;
+const EMPTY: u32 = u32::MAX;
+/// Probes of the id table before a lookup turns to `overflow`.
+const MAX_PROBE: usize = 32;
+
+/// The next string of a message.
+fn next<'s>(it: &mut dyn Iterator<Item = Option<&'s str>>) -> Option<&'s str> {
+    it.next().flatten()
+}
+
+/// The `i`-th little-endian u32 of `b`.
+fn u32_at(b: &[u8], i: usize) -> Option<u32> {
+    let at = i.checked_mul(4)?;
+    let w = b.get(at..at.checked_add(4)?)?;
+    Some(u32::from_le_bytes(w.try_into().ok()?))
+}
+
+fn code(s: &str, words: &[&str; 3]) -> u8 {
+    words
+        .iter()
+        .position(|w| *w == s)
+        .map_or(OTHER, |p| p as u8)
+}
+
+/// The home slot of hash `h` in a table of `n` slots.
+fn home(h: u64, n: usize) -> usize {
+    ((u128::from(h) * n as u128) >> 64) as usize
+}
+
+/// One record, as read.
+#[derive(Clone, Copy)]
+struct Record {
+    first: usize,
+    flags: u8,
+    role: u8,
+    scope: u8,
+}
+
+impl Record {
+    /// The strings every message of these flags holds (before attachments).
+    fn fixed(self) -> usize {
+        2 + usize::from(self.role == OTHER)
+            + usize::from(self.scope == OTHER)
+            + usize::from(self.flags & RUN_ID != 0)
+            + usize::from(self.flags & ROOT_RUN_ID != 0)
+            + usize::from(self.flags & REDACTED_TEXT != 0)
+    }
+}
+
+/// Restored messages: see the module docs.
+#[derive(Clone)]
+pub(super) struct Packed {
+    count: usize,
+    strings: usize,
+    records: Bytes,
+    ends: Bytes,
+    text: Bytes,
+    slots: Bytes,
+    overflow: Bytes,
+}
+
+impl Packed {
+    /// How many messages.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    fn record(&self, i: usize) -> Option<Record> {
+        let at = i.checked_mul(RECORD)?;
+        let r = self.records.get(at..at.checked_add(RECORD)?)?;
+        Some(Record {
+            first: u32::from_le_bytes(r.get(..4)?.try_into().ok()?) as usize,
+            flags: *r.get(4)?,
+            role: *r.get(5)?,
+            scope: *r.get(6)?,
+        })
+    }
+
+    /// The first string index past message `i`.
+    fn next_first(&self, i: usize) -> Option<usize> {
+        match i + 1 < self.count {
+            true => self.record(i + 1).map(|r| r.first),
+            false => Some(self.strings),
+        }
+    }
+
+    /// String `k`.
+    fn string(&self, k: usize) -> Option<&str> {
+        let begin = match k.checked_sub(1) {
+            None => 0,
+            Some(j) => u32_at(&self.ends, j)? as usize,
+        };
+        let end = u32_at(&self.ends, k)? as usize;
+        std::str::from_utf8(self.text.get(begin..end)?).ok()
+    }
+
+    /// The messageId at position `i`.
+    pub fn message_id(&self, i: usize) -> Option<&str> {
+        self.string(self.record(i)?.first)
+    }
+
+    /// The message at position `i`, decoded.
+    pub fn message(&self, i: usize) -> Option<Message> {
+        let r = self.record(i)?;
+        let it = &mut (r.first..self.next_first(i)?).map(|k| self.string(k));
+        let label =
+            |c: u8, words: &[&str; 3], it: &mut dyn Iterator<Item = Option<&str>>| match words
+                .get(usize::from(c))
+            {
+                Some(w) => Some(Label::new(w)),
+                None => next(it).map(Label::new),
+            };
+        let message_id = next(it)?.to_owned();
+        let role = label(r.role, &ROLES, it)?;
+        let scope = label(r.scope, &SCOPES, it)?;
+        let flagged = |bit: u8, it: &mut dyn Iterator<Item = Option<&str>>| match r.flags & bit != 0
+        {
+            true => next(it).map(|s| Some(s.to_owned())),
+            false => Some(None),
+        };
+        let run_id = flagged(RUN_ID, it)?;
+        let root_run_id = flagged(ROOT_RUN_ID, it)?;
+        let content = next(it)?.to_owned();
+        let redacted = match (r.flags & REDACTED != 0, r.flags & REDACTED_TEXT != 0) {
+            (false, _) => None,
+            (true, false) => Some(None),
+            (true, true) => Some(Some(next(it)?.to_owned())),
+        };
+        let attachment_ids = it.map(|s| s.map(str::to_owned)).collect::<Option<_>>()?;
+        Some(Message {
+            message_id,
+            role,
+            scope,
+            run_id,
+            root_run_id,
+            content,
+            completed: r.flags & COMPLETED != 0,
+            redacted,
+            attachment_ids,
+        })
+    }
+
+    /// The position of the message `id`.
+    pub fn find(&self, id: &str) -> Option<usize> {
+        let slots = self.slots.len() / 4;
+        if slots > 0 {
+            let at = home(id_hash(id), slots);
+            for d in 0..MAX_PROBE.min(slots) {
+                let p = u32_at(&self.slots, (at + d) % slots)?;
+                if p == EMPTY {
+                    return None;
+                }
+                if self.message_id(p as usize) == Some(id) {
+                    return Some(p as usize);
+                }
+            }
+        }
+        let (mut lo, mut hi) = (0, self.overflow.len() / 4);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let p = u32_at(&self.overflow, mid)? as usize;
+            match self.message_id(p)?.cmp(id) {
+                Ordering::Less => lo = mid + 1,
+                Ordering::Greater => hi = mid,
+                Ordering::Equal => return Some(p),
+            }
+        }
+        None
+    }
+
+    /// The messages [`write`] wrote, checked; `None` for any other bytes,
+    /// and for no messages.
+    pub fn read(part: Bytes) -> Option<Self> {
+        let head = part.get(..HEADER)?;
+        let word = |i: usize| u32_at(head, i).map(|w| w as usize);
+        let (count, strings, slots, overflow) = (word(0)?, word(1)?, word(2)?, word(3)?);
+        let text_len =
+            usize::try_from(u64::from_le_bytes(head.get(16..24)?.try_into().ok()?)).ok()?;
+        if count == 0 {
+            return None;
+        }
+        let mut at = HEADER;
+        let mut take = |n: usize| {
+            let b = part.get(at..at.checked_add(n)?)?;
+            let s = part.slice(at..at + b.len());
+            at += n;
+            Some(s)
+        };
+        let records = take(count.checked_mul(RECORD)?)?;
+        let ends = take(strings.checked_mul(4)?)?;
+        let text = take(text_len)?;
+        let slots = take(slots.checked_mul(4)?)?;
+        let overflow = take(overflow.checked_mul(4)?)?;
+        if at != part.len() {
+            return None;
+        }
+        let packed = Self {
+            count,
+            strings,
+            records,
+            ends,
+            text,
+            slots,
+            overflow,
+        };
+        packed.check()?;
+        Some(packed)
+    }
+
+    /// Every record, string bound and position in bounds; see [`Packed::read`].
+    fn check(&self) -> Option<()> {
+        let text = std::str::from_utf8(&self.text).ok()?;
+        let (mut at, mut string) = (0usize, 0usize);
+        for i in 0..self.count {
+            let r = self.record(i)?;
+            if r.first != string
+                || r.flags & !KNOWN != 0
+                || (r.flags & REDACTED_TEXT != 0 && r.flags & REDACTED == 0)
+                || (usize::from(r.role) >= ROLES.len() && r.role != OTHER)
+                || (usize::from(r.scope) >= SCOPES.len() && r.scope != OTHER)
+            {
+                return None;
+            }
+            let end = self.next_first(i)?;
+            if end < r.first.checked_add(r.fixed())? {
+                return None;
+            }
+            for k in r.first..end {
+                let e = u32_at(&self.ends, k)? as usize;
+                if e < at || !text.is_char_boundary(e) {
+                    return None;
+                }
+                at = e;
+            }
+            string = end;
+        }
+        if at != text.len() || string != self.strings {
+            return None;
+        }
+        let in_bounds = |b: &Bytes| {
+            b.chunks_exact(4)
+                .all(|w| matches!(w.try_into().map(u32::from_le_bytes), Ok(p) if p == EMPTY || (p as usize) < self.count))
+        };
+        if !in_bounds(&self.slots) || !in_bounds(&self.overflow) {
+            return None;
+        }
+        // Overflow is sorted by id, strictly (no position twice, none empty).
+        let mut prev: Option<&str> = None;
+        for j in 0..self.overflow.len() / 4 {
+            let id = self.message_id(u32_at(&self.overflow, j)? as usize)?;
+            if prev.is_some_and(|p| p >= id) {
+                return None;
+            }
+            prev = Some(id);
+        }
+        Some(())
+    }
+}
+
+/// Appends the part of `messages` (nothing for none).
+pub(super) fn write<'a>(messages: impl Iterator<Item = Cow<'a, Message>>, out: &mut Vec<u8>) {
+    write_sized(messages, None, out);
+}
+
+/// [`write`] with an id table of `slots` slots (a power of two; tests
+/// use small ones to fill it), or twice the messages.
+fn write_sized<'a>(
+    messages: impl Iterator<Item = Cow<'a, Message>>,
+    slots: Option<usize>,
+    out: &mut Vec<u8>,
+) {
+    let (mut records, mut ends, mut text) = (Vec::new(), Vec::new(), Vec::new());
+    let mut hashes = Vec::new();
+    let mut fits = true;
+    let mut put = |ends: &mut Vec<u8>, text: &mut Vec<u8>, s: &str| {
+        text.extend_from_slice(s.as_bytes());
+        let end = u32::try_from(text.len()).unwrap_or_else(|_| {
+            fits = false;
+            0
+        });
+        ends.extend_from_slice(&end.to_le_bytes());
+    };
+    for m in messages {
+        let first = ends.len() / 4;
+        let (role, scope) = (code(&m.role, &ROLES), code(&m.scope, &SCOPES));
+        let mut flags = 0;
+        for (on, bit) in [
+            (m.completed, COMPLETED),
+            (m.run_id.is_some(), RUN_ID),
+            (m.root_run_id.is_some(), ROOT_RUN_ID),
+            (m.redacted.is_some(), REDACTED),
+            (matches!(m.redacted, Some(Some(_))), REDACTED_TEXT),
+        ] {
+            if on {
+                flags |= bit;
+            }
+        }
+        records.extend_from_slice(&u32::try_from(first).unwrap_or(EMPTY).to_le_bytes());
+        records.extend_from_slice(&[flags, role, scope, 0]);
+        put(&mut ends, &mut text, &m.message_id);
+        if role == OTHER {
+            put(&mut ends, &mut text, &m.role);
+        }
+        if scope == OTHER {
+            put(&mut ends, &mut text, &m.scope);
+        }
+        for s in [&m.run_id, &m.root_run_id].into_iter().flatten() {
+            put(&mut ends, &mut text, s);
+        }
+        put(&mut ends, &mut text, &m.content);
+        if let Some(Some(t)) = &m.redacted {
+            put(&mut ends, &mut text, t);
+        }
+        for a in &m.attachment_ids {
+            put(&mut ends, &mut text, a);
+        }
+        hashes.push(id_hash(&m.message_id));
+    }
+    let count = hashes.len();
+    let strings = ends.len() / 4;
+    if count == 0 {
+        return;
+    }
+    // Positions and string indexes are u32: a transcript past that (or a
+    // message of 4 GiB) is written so that it does not restore, and the
+    // host replays.
+    if !fits || u32::try_from(count).is_err() || u32::try_from(strings).is_err() {
+        out.extend_from_slice(&[0; HEADER]);
+        return;
+    }
+    let slots_len = slots.unwrap_or(count + count.div_ceil(2));
+    let mut slots = vec![EMPTY; slots_len];
+    let mut overflow = Vec::new();
+    for (p, h) in hashes.iter().enumerate() {
+        let at = home(*h, slots_len);
+        let free = (0..MAX_PROBE.min(slots_len))
+            .map(|d| (at + d) % slots_len)
+            .find(|s| slots[*s] == EMPTY);
+        match free {
+            Some(s) => slots[s] = p as u32,
+            None => overflow.push(p as u32),
+        }
+    }
+    let id_of = |p: u32| {
+        let first = u32_at(&records, p as usize * 2).unwrap_or(0) as usize;
+        let start = match first.checked_sub(1) {
+            None => 0,
+            Some(j) => u32_at(&ends, j).unwrap_or(0) as usize,
+        };
+        let end = u32_at(&ends, first).unwrap_or(0) as usize;
+        text.get(start..end).unwrap_or_default()
+    };
+    overflow.sort_by(|a, b| id_of(*a).cmp(id_of(*b)));
+    for n in [count, strings, slots_len, overflow.len()] {
+        out.extend_from_slice(&(n as u32).to_le_bytes());
+    }
+    out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+    out.extend_from_slice(&records);
+    out.extend_from_slice(&ends);
+    out.extend_from_slice(&text);
+    out.reserve(4 * (slots_len + overflow.len()));
+    for p in slots.iter().chain(&overflow) {
+        out.extend_from_slice(&p.to_le_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages() -> Vec<Message> {
+        let m = |id: &str| Message {
+            message_id: id.into(),
+            role: "user".into(),
+            scope: "session".into(),
+            run_id: None,
+            root_run_id: None,
+            content: format!("text of {id}"),
+            completed: true,
+            redacted: None,
+            attachment_ids: Vec::new(),
+        };
+        let mut all = vec![m("u1"), m("a2"), m("a3"), m("u4"), m(""), m("n5")];
+        all[1].role = "assistant".into();
+        all[1].scope = "run".into();
+        all[1].run_id = Some("child".into());
+        all[1].root_run_id = Some("root".into());
+        all[1].completed = false;
+        all[1].content = "näive ☃ \"quoted\"\n".into();
+        all[2].redacted = Some(None);
+        all[3].redacted = Some(Some("[removed]".into()));
+        all[3].attachment_ids = vec!["att-1".into(), "att-2".into()];
+        all[4].content.clear();
+        // Words that are not known ones are held as strings.
+        all[5].role = "narrator".into();
+        all[5].scope = "ſcope".into();
+        all
+    }
+
+    fn packed(m: &[Message]) -> Vec<u8> {
+        let mut out = Vec::new();
+        write(m.iter().map(Cow::Borrowed), &mut out);
+        out
+    }
+
+    fn decoded(p: &Packed) -> Vec<Message> {
+        (0..p.len()).map(|i| p.message(i).unwrap()).collect()
+    }
+
+    #[test]
+    fn messages_round_trip_exactly_and_are_found_by_id() {
+        assert!(packed(&[]).is_empty());
+        for n in 1..=messages().len() {
+            let all = messages();
+            let p = Packed::read(Bytes::from(packed(&all[..n]))).unwrap();
+            assert_eq!(decoded(&p), all[..n].to_vec());
+            for (i, m) in all[..n].iter().enumerate() {
+                assert_eq!(p.find(&m.message_id), Some(i));
+                assert_eq!(p.message_id(i), Some(m.message_id.as_str()));
+            }
+            assert_eq!(p.find("absent"), None);
+        }
+    }
+
+    /// Many ids under one table home: those past the probe window go to
+    /// `overflow`, and every id is still found, each lookup bounded.
+    #[test]
+    fn ids_past_the_probe_window_are_found_in_overflow() {
+        let n = 3000;
+        let all: Vec<Message> = (0..n)
+            .map(|i| Message {
+                message_id: format!("m{i}"),
+                ..messages()[0].clone()
+            })
+            .collect();
+        let p = Packed::read(Bytes::from(packed(&all))).unwrap();
+        for (i, m) in all.iter().enumerate() {
+            assert_eq!(p.find(&m.message_id), Some(i));
+        }
+        // Tables of one and four slots, as ids crafted to share a hash
+        // would fill a window: the rest are in the overflow, sorted, and
+        // every id is found.
+        for slots in [1, 4] {
+            let mut out = Vec::new();
+            write_sized(all[..40].iter().map(Cow::Borrowed), Some(slots), &mut out);
+            let p = Packed::read(Bytes::from(out)).unwrap();
+            assert_eq!(p.overflow.len() / 4, 40 - slots);
+            for (i, m) in all[..40].iter().enumerate() {
+                assert_eq!(p.find(&m.message_id), Some(i));
+            }
+            assert_eq!(p.find("m40"), None);
+        }
+    }
+
+    /// Storage contents: every cut, every flipped bit and a trailing byte
+    /// either refuse the part or restore it without a panic, and whatever
+    /// restores reads and looks up without one.
+    #[test]
+    fn cut_or_flipped_bytes_never_panic() {
+        let out = packed(&messages());
+        let p = Packed::read(Bytes::from(out.clone())).unwrap();
+        assert_eq!(decoded(&p), messages());
+        for cut in 0..out.len() {
+            assert!(
+                Packed::read(Bytes::copy_from_slice(&out[..cut])).is_none(),
+                "cut at {cut}"
+            );
+        }
+        let mut longer = out.clone();
+        longer.push(0);
+        assert!(Packed::read(Bytes::from(longer)).is_none());
+        for i in 0..out.len() {
+            for bit in 0..8 {
+                let mut bad = out.clone();
+                bad[i] ^= 1 << bit;
+                if let Some(p) = Packed::read(Bytes::from(bad)) {
+                    for j in 0..p.len() {
+                        let m = p.message(j);
+                        assert!(m.is_some(), "a restored message always reads");
+                        let _ = p.find(&m.unwrap().message_id);
+                    }
+                }
+            }
+        }
+        // Counts the bytes cannot hold allocate nothing.
+        let mut huge = vec![0xff; HEADER];
+        huge[..4].copy_from_slice(&1u32.to_le_bytes());
+        assert!(Packed::read(Bytes::from(huge)).is_none());
+    }
+}
