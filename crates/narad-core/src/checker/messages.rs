@@ -12,8 +12,7 @@
 
 use super::conversation::Message;
 use super::id_index::IdIndex;
-use super::packed_messages::{self, Packed};
-use super::Label;
+use super::packed_messages::{self, unreadable, Entry, Packed, Source};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -51,22 +50,6 @@ pub struct Messages {
 /// The message id at each position of `m`.
 fn ids<'a>(m: &'a [Message]) -> impl Fn(usize) -> Option<&'a str> + Copy + 'a {
     move |p| m.get(p).map(|m| m.message_id.as_str())
-}
-
-/// What a packed message that does not decode reads as. A restore checks
-/// every message, so none is read; this keeps positions if one were.
-fn unreadable() -> Message {
-    Message {
-        message_id: String::new(),
-        role: Label::new("assistant"),
-        scope: Label::new("session"),
-        run_id: None,
-        root_run_id: None,
-        content: String::new(),
-        completed: true,
-        redacted: None,
-        attachment_ids: Vec::new(),
-    }
 }
 
 impl Messages {
@@ -190,9 +173,44 @@ impl Messages {
         *self = Self::default();
     }
 
-    /// Appends the snapshot part of the messages.
+    /// Appends the snapshot part of the messages: runs of packed ones that
+    /// did not change are copied as they lie, not decoded, and the packed
+    /// part's id table is kept while it has room.
     pub(super) fn write(&self, out: &mut Vec<u8>) {
-        packed_messages::write(self.each(), out);
+        let mut entries = Vec::new();
+        if let Some(p) = &self.packed {
+            match self.decoded.get() {
+                // Read as references since the restore: written from there.
+                Some(d) => entries.extend(d.iter().map(|m| Entry::Message(Cow::Borrowed(m)))),
+                None => {
+                    let mut at = 0;
+                    for (&i, m) in &self.thawed {
+                        if at < i {
+                            entries.push(Entry::Packed(p, at..i));
+                        }
+                        entries.push(Entry::Message(Cow::Borrowed(m)));
+                        at = i + 1;
+                    }
+                    if at < p.len() {
+                        entries.push(Entry::Packed(p, at..p.len()));
+                    }
+                }
+            }
+        }
+        let text = self.packed.as_ref().map_or(0, Packed::text_len)
+            + self
+                .live
+                .iter()
+                .map(|m| m.message_id.len() + m.content.len())
+                .sum::<usize>();
+        let live = self.live.iter().map(|m| Entry::Message(Cow::Borrowed(m)));
+        let src = Source {
+            entries: entries.into_iter().chain(live),
+            count: self.len(),
+            text,
+            base: self.packed.as_ref(),
+        };
+        packed_messages::write(src, out);
     }
 }
 

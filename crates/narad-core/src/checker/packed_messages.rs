@@ -32,12 +32,14 @@
 //! wrong table can hide an id from a lookup; it cannot send one out of
 //! bounds or panic.
 
+use super::arena::by_bucket;
 use super::conversation::Message;
 use super::seen::id_hash;
 use super::Label;
 use bytes::Bytes;
 use std::borrow::Cow;
 use std::cmp::Ordering;
+use std::ops::Range;
 
 const COMPLETED: u8 = 1;
 const RUN_ID: u8 = 2;
@@ -57,6 +59,22 @@ const RECORD: usize = 8;
 const EMPTY: u32 = u32::MAX;
 /// Probes of the id table before a lookup turns to `overflow`.
 const MAX_PROBE: usize = 32;
+
+/// What a packed message that does not decode reads as. A restore checks
+/// every message, so none is read; this keeps positions if one were.
+pub(super) fn unreadable() -> Message {
+    Message {
+        message_id: String::new(),
+        role: Label::new("assistant"),
+        scope: Label::new("session"),
+        run_id: None,
+        root_run_id: None,
+        content: String::new(),
+        completed: true,
+        redacted: None,
+        attachment_ids: Vec::new(),
+    }
+}
 
 /// The next string of a message.
 fn next<'s>(it: &mut dyn Iterator<Item = Option<&'s str>>) -> Option<&'s str> {
@@ -312,31 +330,118 @@ impl Packed {
     }
 }
 
-/// Appends the part of `messages` (nothing for none).
-pub(super) fn write<'a>(messages: impl Iterator<Item = Cow<'a, Message>>, out: &mut Vec<u8>) {
-    write_sized(messages, None, out);
+/// One message to write, or a run of packed ones as they were restored.
+#[derive(Clone)]
+pub(super) enum Entry<'a> {
+    Message(Cow<'a, Message>),
+    /// Positions `.1` of a packed part, copied without decoding.
+    Packed(&'a Packed, Range<usize>),
 }
 
-/// [`write`] with an id table of `slots` slots (a power of two; tests
-/// use small ones to fill it), or twice the messages.
+/// What a part is written from.
+pub(super) struct Source<'a, I> {
+    /// The messages, in order.
+    pub entries: I,
+    /// How many messages they are (a run counts its messages).
+    pub count: usize,
+    /// About how many bytes of text they hold (room is made up front).
+    pub text: usize,
+    /// A packed part whose messages are the first ones written, at the
+    /// same positions and with the same ids: its id table is kept and the
+    /// later messages added to it, when it has room for them all.
+    pub base: Option<&'a Packed>,
+}
+
+/// Appends the part of `src` (nothing for no messages).
+pub(super) fn write<'a>(src: Source<'a, impl Iterator<Item = Entry<'a>>>, out: &mut Vec<u8>) {
+    write_sized(src, None, out);
+}
+
+impl Packed {
+    /// The bytes of text its messages hold.
+    pub fn text_len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// Whether its id table has room for `count` messages (at most four
+    /// in five slots used).
+    fn has_room(&self, count: usize) -> bool {
+        (self.slots.len() / 4).saturating_mul(4) >= count.saturating_mul(5)
+    }
+}
+
+/// [`write`] with an id table of `slots` slots (tests use small ones to
+/// fill it), or 1.5 a message.
 fn write_sized<'a>(
-    messages: impl Iterator<Item = Cow<'a, Message>>,
+    src: Source<'a, impl Iterator<Item = Entry<'a>>>,
     slots: Option<usize>,
     out: &mut Vec<u8>,
 ) {
-    let (mut records, mut ends, mut text) = (Vec::new(), Vec::new(), Vec::new());
-    let mut hashes = Vec::new();
-    let mut fits = true;
-    let mut put = |ends: &mut Vec<u8>, text: &mut Vec<u8>, s: &str| {
-        text.extend_from_slice(s.as_bytes());
-        let end = u32::try_from(text.len()).unwrap_or_else(|_| {
-            fits = false;
+    let count = src.count;
+    let mut w = Writer {
+        base: src.base.filter(|b| slots.is_none() && b.has_room(count)),
+        ..Writer::default()
+    };
+    w.text.reserve(src.text);
+    w.records.reserve(count * RECORD);
+    w.ends.reserve(count * 8);
+    for e in src.entries {
+        match e {
+            Entry::Message(m) => w.message(&m),
+            Entry::Packed(p, run) => w.packed(p, run),
+        }
+    }
+    w.finish(slots, out);
+}
+
+/// The sections of a part being written.
+#[derive(Default)]
+struct Writer<'a> {
+    records: Vec<u8>,
+    ends: Vec<u8>,
+    text: Vec<u8>,
+    /// The part whose id table is kept (its positions are indexed).
+    base: Option<&'a Packed>,
+    /// The id hash and position of each message the table still needs.
+    hashes: Vec<(u64, u32)>,
+    /// False once a count or the text passed what u32 holds.
+    broken: bool,
+}
+
+impl Writer<'_> {
+    /// How many messages are written.
+    fn count(&self) -> usize {
+        self.records.len() / RECORD
+    }
+
+    /// Indexes the message just begun, whose id is `id`.
+    fn index(&mut self, id: &str) {
+        let at = self.count() - 1;
+        if self.base.is_none_or(|b| at >= b.len()) {
+            self.hashes
+                .push((id_hash(id), u32::try_from(at).unwrap_or(EMPTY)));
+        }
+    }
+
+    fn record(&mut self, flags: u8, role: u8, scope: u8) {
+        let first = u32::try_from(self.ends.len() / 4).unwrap_or_else(|_| {
+            self.broken = true;
+            EMPTY
+        });
+        self.records.extend_from_slice(&first.to_le_bytes());
+        self.records.extend_from_slice(&[flags, role, scope, 0]);
+    }
+
+    fn put(&mut self, s: &str) {
+        self.text.extend_from_slice(s.as_bytes());
+        let end = u32::try_from(self.text.len()).unwrap_or_else(|_| {
+            self.broken = true;
             0
         });
-        ends.extend_from_slice(&end.to_le_bytes());
-    };
-    for m in messages {
-        let first = ends.len() / 4;
+        self.ends.extend_from_slice(&end.to_le_bytes());
+    }
+
+    fn message(&mut self, m: &Message) {
         let (role, scope) = (code(&m.role, &ROLES), code(&m.scope, &SCOPES));
         let mut flags = 0;
         for (on, bit) in [
@@ -350,72 +455,138 @@ fn write_sized<'a>(
                 flags |= bit;
             }
         }
-        records.extend_from_slice(&u32::try_from(first).unwrap_or(EMPTY).to_le_bytes());
-        records.extend_from_slice(&[flags, role, scope, 0]);
-        put(&mut ends, &mut text, &m.message_id);
+        self.record(flags, role, scope);
+        self.put(&m.message_id);
         if role == OTHER {
-            put(&mut ends, &mut text, &m.role);
+            self.put(&m.role);
         }
         if scope == OTHER {
-            put(&mut ends, &mut text, &m.scope);
+            self.put(&m.scope);
         }
         for s in [&m.run_id, &m.root_run_id].into_iter().flatten() {
-            put(&mut ends, &mut text, s);
+            self.put(s);
         }
-        put(&mut ends, &mut text, &m.content);
+        self.put(&m.content);
         if let Some(Some(t)) = &m.redacted {
-            put(&mut ends, &mut text, t);
+            self.put(t);
         }
         for a in &m.attachment_ids {
-            put(&mut ends, &mut text, a);
+            self.put(a);
         }
-        hashes.push(id_hash(&m.message_id));
+        self.index(&m.message_id);
     }
-    let count = hashes.len();
-    let strings = ends.len() / 4;
-    if count == 0 {
-        return;
-    }
-    // Positions and string indexes are u32: a transcript past that (or a
-    // message of 4 GiB) is written so that it does not restore, and the
-    // host replays.
-    if !fits || u32::try_from(count).is_err() || u32::try_from(strings).is_err() {
-        out.extend_from_slice(&[0; HEADER]);
-        return;
-    }
-    let slots_len = slots.unwrap_or(count + count.div_ceil(2));
-    let mut slots = vec![EMPTY; slots_len];
-    let mut overflow = Vec::new();
-    for (p, h) in hashes.iter().enumerate() {
-        let at = home(*h, slots_len);
-        let free = (0..MAX_PROBE.min(slots_len))
-            .map(|d| (at + d) % slots_len)
-            .find(|s| slots[*s] == EMPTY);
-        match free {
-            Some(s) => slots[s] = p as u32,
-            None => overflow.push(p as u32),
+
+    /// Messages `run` of `p`, copied as they lie: their records and
+    /// string ends moved by where their text lands, their text in one
+    /// span.
+    fn packed(&mut self, p: &Packed, run: Range<usize>) {
+        let copied = (|| {
+            let (from, to) = (
+                p.record(run.start)?.first,
+                p.next_first(run.end.checked_sub(1)?)?,
+            );
+            let text_at = |k: usize| match k.checked_sub(1) {
+                None => Some(0),
+                Some(j) => u32_at(&p.ends, j).map(|e| e as usize),
+            };
+            let span = p.text.get(text_at(from)?..text_at(to)?)?;
+            let (strings, text) = (self.ends.len() / 4, self.text.len());
+            let moved =
+                |n: usize, old: usize, new: usize| u32::try_from(n.checked_sub(old)? + new).ok();
+            for i in run.clone() {
+                let r = p.record(i)?;
+                let first = moved(r.first, from, strings)?;
+                self.records.extend_from_slice(&first.to_le_bytes());
+                self.records
+                    .extend_from_slice(&[r.flags, r.role, r.scope, 0]);
+                self.index(p.message_id(i)?);
+            }
+            let base = text_at(from)?;
+            for k in from..to {
+                let e = moved(u32_at(&p.ends, k)? as usize, base, text)?;
+                self.ends.extend_from_slice(&e.to_le_bytes());
+            }
+            self.text.extend_from_slice(span);
+            Some(())
+        })();
+        // A restored part was checked whole, so every run copies; past
+        // what u32 holds, the part is written so that it does not restore.
+        if copied.is_none() {
+            self.broken = true;
         }
     }
-    let id_of = |p: u32| {
-        let first = u32_at(&records, p as usize * 2).unwrap_or(0) as usize;
-        let start = match first.checked_sub(1) {
-            None => 0,
-            Some(j) => u32_at(&ends, j).unwrap_or(0) as usize,
+
+    fn finish(self, slots: Option<usize>, out: &mut Vec<u8>) {
+        let count = self.count();
+        let strings = self.ends.len() / 4;
+        if count == 0 {
+            return;
+        }
+        // Positions and string indexes are u32: a transcript past that (or
+        // text past 4 GiB) is written so that it does not restore, and the
+        // host replays.
+        if self.broken || u32::try_from(count).is_err() || u32::try_from(strings).is_err() {
+            out.extend_from_slice(&[0; HEADER]);
+            return;
+        }
+        let words = |b: &Bytes| -> Vec<u32> {
+            b.chunks_exact(4)
+                .map(|w| w.try_into().map_or(EMPTY, u32::from_le_bytes))
+                .collect()
         };
-        let end = u32_at(&ends, first).unwrap_or(0) as usize;
-        text.get(start..end).unwrap_or_default()
-    };
-    overflow.sort_by(|a, b| id_of(*a).cmp(id_of(*b)));
-    for n in [count, strings, slots_len, overflow.len()] {
-        out.extend_from_slice(&(n as u32).to_le_bytes());
-    }
-    out.extend_from_slice(&(text.len() as u64).to_le_bytes());
-    out.extend_from_slice(&records);
-    out.extend_from_slice(&ends);
-    out.extend_from_slice(&text);
-    out.reserve(4 * (slots_len + overflow.len()));
-    for p in slots.iter().chain(&overflow) {
-        out.extend_from_slice(&p.to_le_bytes());
+        let (mut table, mut overflow) = match self.base {
+            Some(b) => (words(&b.slots), words(&b.overflow)),
+            None => {
+                let n = slots.unwrap_or(count + count.div_ceil(2)).max(1);
+                (vec![EMPTY; n], Vec::new())
+            }
+        };
+        let slots_len = table.len();
+        // In the order of the home slots (a counting sort on their top
+        // bits), so the inserts walk the table instead of missing the
+        // cache each.
+        let homes = self
+            .hashes
+            .iter()
+            .map(|&(h, p)| (home(h, slots_len) as u64, p))
+            .collect();
+        let mask = (slots_len as u64).next_power_of_two() - 1;
+        for (at, p) in by_bucket(homes, mask) {
+            let free = (0..MAX_PROBE.min(slots_len))
+                .map(|d| (at as usize + d) % slots_len)
+                .find(|s| table.get(*s) == Some(&EMPTY));
+            match free.and_then(|s| table.get_mut(s)) {
+                Some(slot) => *slot = p,
+                None => overflow.push(p),
+            }
+        }
+        let id_of = |p: u32| {
+            let first = u32_at(&self.records, p as usize * 2).unwrap_or(0) as usize;
+            let start = match first.checked_sub(1) {
+                None => 0,
+                Some(j) => u32_at(&self.ends, j).unwrap_or(0) as usize,
+            };
+            let end = u32_at(&self.ends, first).unwrap_or(0) as usize;
+            self.text.get(start..end).unwrap_or_default()
+        };
+        overflow.sort_by(|a, b| id_of(*a).cmp(id_of(*b)));
+        for n in [count, strings, slots_len, overflow.len()] {
+            out.extend_from_slice(&(n as u32).to_le_bytes());
+        }
+        out.reserve(
+            HEADER
+                + self.records.len()
+                + self.ends.len()
+                + self.text.len()
+                + 4 * (slots_len + overflow.len()),
+        );
+        out.extend_from_slice(&(self.text.len() as u64).to_le_bytes());
+        out.extend_from_slice(&self.records);
+        out.extend_from_slice(&self.ends);
+        out.extend_from_slice(&self.text);
+        for p in table.iter().chain(&overflow) {
+            out.extend_from_slice(&p.to_le_bytes());
+        }
     }
 }
 
@@ -452,9 +623,31 @@ mod tests {
         all
     }
 
+    fn src<'a, I>(entries: I, base: Option<&'a Packed>) -> Source<'a, I>
+    where
+        I: Iterator<Item = Entry<'a>> + Clone,
+    {
+        let count = entries
+            .clone()
+            .map(|e| match e {
+                Entry::Message(_) => 1,
+                Entry::Packed(_, run) => run.len(),
+            })
+            .sum();
+        Source {
+            entries,
+            count,
+            text: 0,
+            base,
+        }
+    }
+
     fn packed(m: &[Message]) -> Vec<u8> {
         let mut out = Vec::new();
-        write(m.iter().map(Cow::Borrowed), &mut out);
+        write(
+            src(m.iter().map(|m| Entry::Message(Cow::Borrowed(m))), None),
+            &mut out,
+        );
         out
     }
 
@@ -474,6 +667,67 @@ mod tests {
                 assert_eq!(p.message_id(i), Some(m.message_id.as_str()));
             }
             assert_eq!(p.find("absent"), None);
+        }
+    }
+
+    /// A restored part written again, message by message as it lies,
+    /// gives the same bytes; with one message decoded and changed in
+    /// between, the same bytes as writing them all decoded.
+    #[test]
+    fn a_restored_part_writes_again_as_it_was() {
+        let all = messages();
+        let bytes = packed(&all);
+        let p = Packed::read(Bytes::from(bytes.clone())).unwrap();
+        for base in [None, Some(&p)] {
+            let mut again = Vec::new();
+            write(
+                src([Entry::Packed(&p, 0..p.len())].into_iter(), base),
+                &mut again,
+            );
+            assert_eq!(again, bytes);
+            let mut changed = all.clone();
+            changed[1].content.push_str(" and more");
+            let entries = [
+                Entry::Packed(&p, 0..1),
+                Entry::Message(Cow::Borrowed(&changed[1])),
+                Entry::Packed(&p, 2..p.len()),
+            ];
+            let mut mixed = Vec::new();
+            write(src(entries.into_iter(), base), &mut mixed);
+            assert_eq!(mixed, packed(&changed));
+        }
+    }
+
+    /// Messages after a restored part go into its id table while it has
+    /// room (four in five slots), and a new table is built past that;
+    /// either way every id is found.
+    #[test]
+    fn later_messages_join_the_kept_table_while_it_has_room() {
+        let make = |n: usize| -> Vec<Message> {
+            (0..n)
+                .map(|i| Message {
+                    message_id: format!("m{i}"),
+                    ..messages()[0].clone()
+                })
+                .collect()
+        };
+        let all = make(1300);
+        let p = Packed::read(Bytes::from(packed(&all[..1000]))).unwrap();
+        let slots = p.slots.len();
+        for (total, kept) in [(1200, true), (1300, false)] {
+            let entries = std::iter::once(Entry::Packed(&p, 0..1000)).chain(
+                all[1000..total]
+                    .iter()
+                    .map(|m| Entry::Message(Cow::Borrowed(m))),
+            );
+            let mut out = Vec::new();
+            write(src(entries, Some(&p)), &mut out);
+            let q = Packed::read(Bytes::from(out)).unwrap();
+            assert_eq!(q.slots.len() == slots, kept, "{total}");
+            for (i, m) in all[..total].iter().enumerate() {
+                assert_eq!(q.find(&m.message_id), Some(i));
+                assert_eq!(q.message(i).as_ref(), Some(m));
+            }
         }
     }
 
@@ -497,7 +751,8 @@ mod tests {
         // every id is found.
         for slots in [1, 4] {
             let mut out = Vec::new();
-            write_sized(all[..40].iter().map(Cow::Borrowed), Some(slots), &mut out);
+            let entries = all[..40].iter().map(|m| Entry::Message(Cow::Borrowed(m)));
+            write_sized(src(entries, None), Some(slots), &mut out);
             let p = Packed::read(Bytes::from(out)).unwrap();
             assert_eq!(p.overflow.len() / 4, 40 - slots);
             for (i, m) in all[..40].iter().enumerate() {

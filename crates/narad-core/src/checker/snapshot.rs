@@ -176,9 +176,9 @@ pub(super) fn write(c: &Checker, ids: EventIds) -> Vec<u8> {
 const BESIDE_BYTES: usize = 4 << 20;
 
 /// `(a(), b())`, with `a` on a scoped thread beside `b` when `a_bytes` (what
-/// `a` reads) reach [`BESIDE_BYTES`]. A long session's dedup set and arenas
-/// are checked in place (a few allocations), while its transcript decodes
-/// into many strings; the two share no state. If no thread can be started,
+/// `a` reads) reach [`BESIDE_BYTES`]. A long session's dedup set, arenas
+/// and messages are checked in place (a few allocations), while its
+/// reasoning decodes into many strings; the two share no state. If no thread can be started,
 /// the two run in turn; `None` if `a` panicked (it does not on any bytes).
 fn beside<A: Send, B>(
     a_bytes: usize,
@@ -261,19 +261,19 @@ fn read(
     let mut sessions = BTreeMap::new();
     for (k, open) in snap.sessions {
         let mut s = open.state;
-        // Version 8 keeps every id; a session cannot omit ids it has not seen.
+        // Version 10 keeps every id; a session cannot omit ids it has not seen.
         if (format == SNAPSHOT_FORMAT && open.ids_before != 0) || open.ids_before > s.head {
             return None;
         }
         s.ids_before = open.ids_before;
         let (seen, runs, tools) = (parts.part()?, parts.part()?, parts.part()?);
         let (messages, reasoning) = (parts.part()?, parts.part()?);
-        // Thread two checks the dedup set and arenas in place and decodes
-        // the reasoning, while this one decodes the messages (the larger
-        // share of a conversation's allocations).
-        // The messages are kept where they lie (a slice of `shared`, when
-        // given, else one copy of their part) and checked, not decoded.
-        let messages = match shared.and_then(|b| within(b, messages)) {
+        // The messages are kept where they lie and checked, not decoded:
+        // a slice of `shared` when they are most of it (holding the whole
+        // buffer for a small part would cost more than a copy), else one
+        // copy of their part.
+        let mostly = shared.filter(|b| messages.len() >= b.len() / 2);
+        let messages = match mostly.and_then(|b| within(b, messages)) {
             Some(b) => b,
             None => Bytes::copy_from_slice(messages),
         };
