@@ -512,10 +512,12 @@ impl Checker {
         snapshot::read_checked(validator, bytes, None, check)
     }
 
-    /// [`Checker::restore_checked`] of `bytes`, which keeps a long
-    /// transcript's messages as a slice of `bytes` instead of a copy (a
-    /// host that read the snapshot into its own buffer saves the copy;
-    /// the buffer is then held while the checker holds those messages).
+    /// [`Checker::restore_checked`] of `bytes`, which keeps a session's
+    /// messages as a slice of `bytes` instead of a copy when they are most
+    /// of it (a host that read a long conversation's snapshot into its own
+    /// buffer saves the copy; the buffer is then held while the checker
+    /// holds those messages). Messages are checked on restore and decoded
+    /// when read.
     ///
     /// ```
     /// use bytes::Bytes;
