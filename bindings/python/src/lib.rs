@@ -150,8 +150,9 @@ impl NativeEngine {
         })
     }
 
-    /// `(hydrations, from_snapshot, retries, snapshots_rejected, cached_sessions)`.
-    fn stats(&self) -> PyResult<(u64, u64, u64, u64, usize)> {
+    /// `(hydrations, from_snapshot, retries, snapshots_rejected,
+    /// cached_sessions, snapshots_earlier)`.
+    fn stats(&self) -> PyResult<(u64, u64, u64, u64, usize, u64)> {
         let (e, _) = self.get()?;
         let s = e.stats();
         Ok((
@@ -160,6 +161,7 @@ impl NativeEngine {
             s.retries,
             s.snapshots_rejected,
             e.cached_sessions(),
+            s.snapshots_earlier,
         ))
     }
 

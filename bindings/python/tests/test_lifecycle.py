@@ -152,6 +152,7 @@ async def test_config_and_index_check(url):
     await e.message(other, "evicts the first session from the cache of one")
     assert [m.content for m in (await e.state(sid)).transcript][-1] == "m4"
     assert e.stats()["hydrations"] >= 1 and e.stats()["fromSnapshot"] >= 1
+    assert e.stats()["snapshotsEarlier"] == 0 and e.stats()["snapshotsRejected"] == 0
     assert await e.check_index(sid) is None
     assert await e.reindex(sid) is False
     with pytest.raises(narad.InvalidCommandError):

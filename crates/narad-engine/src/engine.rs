@@ -64,6 +64,10 @@ pub struct EngineStats {
     /// Stored reducer snapshots ignored because they did not match their
     /// journal (the session was replayed instead).
     pub snapshots_rejected: u64,
+    /// Stored reducer snapshots of a layout an earlier build wrote: not
+    /// damage; the session was replayed, and its next snapshot is of this
+    /// build's layout.
+    pub snapshots_earlier: u64,
 }
 
 #[derive(Debug, Default)]
@@ -72,6 +76,7 @@ pub(crate) struct Counters {
     pub(crate) from_snapshot: AtomicU64,
     pub(crate) retries: AtomicU64,
     pub(crate) snapshots_rejected: AtomicU64,
+    pub(crate) snapshots_earlier: AtomicU64,
 }
 
 pub(crate) struct Inner<S> {
@@ -223,6 +228,7 @@ impl<S: Store + 'static> Engine<S> {
             from_snapshot: c.from_snapshot.load(Ordering::Relaxed),
             retries: c.retries.load(Ordering::Relaxed),
             snapshots_rejected: c.snapshots_rejected.load(Ordering::Relaxed),
+            snapshots_earlier: c.snapshots_earlier.load(Ordering::Relaxed),
         }
     }
 

@@ -379,6 +379,12 @@ impl Journal {
             Some((exp, bytes.get(4 + n..)?))
         };
         let (exp, checker) = parts().ok_or_else(damaged)?;
+        if Checker::is_earlier_snapshot(checker) {
+            return Err(match snap.body_intact() {
+                true => Reject::Earlier,
+                false => Reject::Checksum,
+            });
+        }
         let mut j = Self::new(session_id, meta);
         let intact = || snap.body_intact();
         let (intact, checker) = match whole.and_then(|w| within(w, checker)) {
@@ -432,6 +438,16 @@ impl Journal {
             Some(b) => match Self::from_snapshot(store, session_id, meta.clone(), b).await? {
                 Ok(j) if j.head > through => Self::new(session_id, meta),
                 Ok(j) => j,
+                Err(Reject::Earlier) => {
+                    tracing::info!(
+                        session_id,
+                        reason = Reject::Earlier.as_str(),
+                        "reducer snapshot is of an earlier build's layout; replaying the journal (the next snapshot is of this layout)"
+                    );
+                    let mut j = Self::new(session_id, meta);
+                    j.snapshot_rejected = Some(Reject::Earlier);
+                    j
+                }
                 Err(reason) => {
                     tracing::warn!(
                         session_id,

@@ -114,8 +114,14 @@ impl<S: Store + 'static> Engine<S> {
         if j.from_snapshot {
             c.from_snapshot.fetch_add(1, Ordering::Relaxed);
         }
-        if j.snapshot_rejected.is_some() {
-            c.snapshots_rejected.fetch_add(1, Ordering::Relaxed);
+        match j.snapshot_rejected {
+            None => {}
+            Some(crate::snapshot::Reject::Earlier) => {
+                c.snapshots_earlier.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(_) => {
+                c.snapshots_rejected.fetch_add(1, Ordering::Relaxed);
+            }
         }
         Ok(j)
     }

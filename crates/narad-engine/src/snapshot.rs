@@ -85,6 +85,9 @@ pub(crate) enum Reject {
     OtherJournal,
     /// The body does not restore a checker at the header's head.
     State,
+    /// The body is intact and of a checker layout an earlier build wrote
+    /// (not damage: the next snapshot is of this build's layout).
+    Earlier,
 }
 
 impl Reject {
@@ -96,6 +99,7 @@ impl Reject {
             Self::Checksum => "checksum",
             Self::OtherJournal => "other_journal",
             Self::State => "state",
+            Self::Earlier => "earlier_layout",
         }
     }
 }

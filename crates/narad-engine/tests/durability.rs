@@ -318,6 +318,7 @@ async fn a_cold_session_hydrates_from_its_snapshot_plus_the_tail() {
             from_snapshot: 0,
             retries: 0,
             snapshots_rejected: 1,
+            snapshots_earlier: 0,
         }
     );
     assert_eq!(

@@ -84,6 +84,7 @@ fn stats(from_snapshot: u64, snapshots_rejected: u64) -> EngineStats {
         from_snapshot,
         retries: 0,
         snapshots_rejected,
+        snapshots_earlier: 0,
     }
 }
 
@@ -100,6 +101,22 @@ fn edit(record: &[u8], from: &str, to: &str) -> Vec<u8> {
     }
     out.extend_from_slice(body);
     assert_ne!(out, record, "{from} is in the record");
+    out
+}
+
+/// The record with its checker part labelled as layout 9 (what the
+/// previous build wrote) and its body digest made to match: intact, but
+/// of an earlier layout.
+fn earlier_layout(record: &[u8]) -> Vec<u8> {
+    let mut out = record.to_vec();
+    let magic = out.windows(8).position(|w| w == b"narad.ck").unwrap();
+    assert_eq!(out[magic + 8], 11, "a snapshot for a store is format 11");
+    out[magic + 8] = 9;
+    let n = u32::from_be_bytes(out[8..12].try_into().unwrap()) as usize;
+    let old = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&record[12 + n..]));
+    let new = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&out[12 + n..]));
+    let at = out.windows(32).position(|w| w == old.as_bytes()).unwrap();
+    out[at..at + 32].copy_from_slice(new.as_bytes());
     out
 }
 
@@ -165,6 +182,15 @@ where
         ("truncated", good[..good.len() / 2].to_vec(), stats(0, 1)),
         ("version 1", version_1(&good), stats(0, 1)),
         ("version 2", version_2(&good), stats(0, 1)),
+        // Not damage: counted apart, and replayed all the same.
+        (
+            "an earlier layout",
+            earlier_layout(&good),
+            EngineStats {
+                snapshots_earlier: 1,
+                ..stats(0, 0)
+            },
+        ),
     ];
     for (name, record, want) in cases {
         let store = open(a.clone()).await;

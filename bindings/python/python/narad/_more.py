@@ -245,9 +245,9 @@ class _LifecycleMixin:
     def stats(self) -> Dict[str, int]:
         """What the engine did so far (hydrations, retries, ...) and how many
         sessions are cached."""
-        h, snap, retries, rejected, cached = self._native.stats()
+        h, snap, retries, rejected, cached, earlier = self._native.stats()
         return {"hydrations": h, "fromSnapshot": snap, "retries": retries, "snapshotsRejected": rejected,
-                "cachedSessions": cached}
+                "snapshotsEarlier": earlier, "cachedSessions": cached}
 
 
 class _RecordsMixin:

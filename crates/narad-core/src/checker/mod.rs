@@ -512,6 +512,24 @@ impl Checker {
         snapshot::read_checked(validator, bytes, None, check)
     }
 
+    /// Whether `bytes` are a [`Checker::snapshot`] of a layout earlier than
+    /// the ones this build restores: not damage, but a snapshot an older
+    /// build wrote. A host replays the journal instead, as for any snapshot
+    /// that does not restore, and writes its next one in this layout.
+    ///
+    /// ```
+    /// use narad_core::checker::Checker;
+    ///
+    /// let mut old = Checker::default().snapshot();
+    /// assert!(!Checker::is_earlier_snapshot(&old));
+    /// old[8] = 8; // the format, after the magic string
+    /// assert!(Checker::is_earlier_snapshot(&old));
+    /// assert!(!Checker::is_earlier_snapshot(b"not a snapshot"));
+    /// ```
+    pub fn is_earlier_snapshot(bytes: &[u8]) -> bool {
+        snapshot::is_earlier(bytes)
+    }
+
     /// [`Checker::restore_checked`] of `bytes`, which keeps a session's
     /// messages as a slice of `bytes` instead of a copy when they are most
     /// of it (a host that read a long conversation's snapshot into its own

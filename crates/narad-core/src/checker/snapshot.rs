@@ -220,6 +220,16 @@ pub(super) fn read_checked(
     (passed, restored.filter(|_| passed))
 }
 
+/// Whether `bytes` begin as a snapshot of a layout before
+/// [`SNAPSHOT_FORMAT`] (those with the magic string: 6 to 9).
+pub(super) fn is_earlier(bytes: &[u8]) -> bool {
+    let format = bytes
+        .get(MAGIC.len()..MAGIC.len() + 4)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_le_bytes);
+    bytes.starts_with(MAGIC) && format.is_some_and(|f| f < SNAPSHOT_FORMAT)
+}
+
 /// `part` as a slice of `whole`, if it lies within it.
 fn within(whole: &Bytes, part: &[u8]) -> Option<Bytes> {
     let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
