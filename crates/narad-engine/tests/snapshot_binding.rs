@@ -205,6 +205,21 @@ where
         assert_eq!(busy.unwrap_err().code(), "session_slot_busy", "{name}");
         e.store().close().await.unwrap();
     }
+    // After an earlier layout, the next append writes this layout's.
+    let store = open(a.clone()).await;
+    put_snapshot(&store, &sid, earlier_layout(&good)).await;
+    let e = engine(store, Arc::new(RandomIds));
+    e.message(&me(), &sid, json!("after the upgrade"))
+        .await
+        .unwrap();
+    let rewritten = snapshot_of(e.store(), &sid).await;
+    let magic = rewritten.windows(8).position(|w| w == b"narad.ck").unwrap();
+    assert_eq!(rewritten[magic + 8], 11);
+    e.store().close().await.unwrap();
+    let e = engine(open(a.clone()).await, Arc::new(RandomIds));
+    e.state_json(&me(), &sid).await.unwrap();
+    assert_eq!(e.stats(), stats(1, 0));
+    e.store().close().await.unwrap();
     let store = open(a).await;
     put_snapshot(&store, &sid, edit(&good, running, r#""state":"finished""#)).await;
     let e = engine(store, Arc::new(RandomIds));
