@@ -100,6 +100,16 @@ fn home(h: u64, n: usize) -> usize {
     ((u128::from(h) * n as u128) >> 64) as usize
 }
 
+/// Slot `s` of a table of `n`, for `s` under `2n` (a probe past the end
+/// goes on from the start).
+fn wrap(s: usize, n: usize) -> usize {
+    if s >= n {
+        s - n
+    } else {
+        s
+    }
+}
+
 /// One record, as read.
 #[derive(Clone, Copy)]
 struct Record {
@@ -219,7 +229,7 @@ impl Packed {
         if slots > 0 {
             let at = home(id_hash(id), slots);
             for d in 0..MAX_PROBE.min(slots) {
-                let p = u32_at(&self.slots, (at + d) % slots)?;
+                let p = u32_at(&self.slots, wrap(at + d, slots))?;
                 if p == EMPTY {
                     return None;
                 }
@@ -378,8 +388,13 @@ fn write_sized<'a>(
     out: &mut Vec<u8>,
 ) {
     let count = src.count;
+    let base = src.base.filter(|b| slots.is_none() && b.has_room(count));
     let mut w = Writer {
-        base: src.base.filter(|b| slots.is_none() && b.has_room(count)),
+        base,
+        slots: match base {
+            Some(b) => b.slots.len() / 4,
+            None => slots.unwrap_or(count + count.div_ceil(2)).max(1),
+        },
         ..Writer::default()
     };
     w.text.reserve(src.text);
@@ -391,7 +406,7 @@ fn write_sized<'a>(
             Entry::Packed(p, run) => w.packed(p, run),
         }
     }
-    w.finish(slots, out);
+    w.finish(out);
 }
 
 /// The sections of a part being written.
@@ -402,8 +417,10 @@ struct Writer<'a> {
     text: Vec<u8>,
     /// The part whose id table is kept (its positions are indexed).
     base: Option<&'a Packed>,
-    /// The id hash and position of each message the table still needs.
-    hashes: Vec<(u64, u32)>,
+    /// The id table's size, decided before the messages are written.
+    slots: usize,
+    /// The home slot and position of each message the table still needs.
+    homes: Vec<(u64, u32)>,
     /// False once a count or the text passed what u32 holds.
     broken: bool,
 }
@@ -418,8 +435,9 @@ impl Writer<'_> {
     fn index(&mut self, id: &str) {
         let at = self.count() - 1;
         if self.base.is_none_or(|b| at >= b.len()) {
-            self.hashes
-                .push((id_hash(id), u32::try_from(at).unwrap_or(EMPTY)));
+            let at_home = home(id_hash(id), self.slots) as u64;
+            self.homes
+                .push((at_home, u32::try_from(at).unwrap_or(EMPTY)));
         }
     }
 
@@ -516,7 +534,7 @@ impl Writer<'_> {
         }
     }
 
-    fn finish(self, slots: Option<usize>, out: &mut Vec<u8>) {
+    fn finish(self, out: &mut Vec<u8>) {
         let count = self.count();
         let strings = self.ends.len() / 4;
         if count == 0 {
@@ -536,24 +554,16 @@ impl Writer<'_> {
         };
         let (mut table, mut overflow) = match self.base {
             Some(b) => (words(&b.slots), words(&b.overflow)),
-            None => {
-                let n = slots.unwrap_or(count + count.div_ceil(2)).max(1);
-                (vec![EMPTY; n], Vec::new())
-            }
+            None => (vec![EMPTY; self.slots], Vec::new()),
         };
         let slots_len = table.len();
         // In the order of the home slots (a counting sort on their top
         // bits), so the inserts walk the table instead of missing the
         // cache each.
-        let homes = self
-            .hashes
-            .iter()
-            .map(|&(h, p)| (home(h, slots_len) as u64, p))
-            .collect();
         let mask = (slots_len as u64).next_power_of_two() - 1;
-        for (at, p) in by_bucket(homes, mask) {
+        for (at, p) in by_bucket(self.homes, mask) {
             let free = (0..MAX_PROBE.min(slots_len))
-                .map(|d| (at as usize + d) % slots_len)
+                .map(|d| wrap(at as usize + d, slots_len))
                 .find(|s| table.get(*s) == Some(&EMPTY));
             match free.and_then(|s| table.get_mut(s)) {
                 Some(slot) => *slot = p,
