@@ -125,16 +125,20 @@ fn a_closed_pipe_ends_every_command_quietly() {
     let dir = tempfile::tempdir().unwrap();
     let (store, file) = small_store(&dir);
     for args in every_command(&store, &file) {
-        // Alone: no other test's starting child may hold the pipe's reader.
+        // The reader is closed before the child starts, so its first write
+        // fails however soon it comes. (Closing it after the spawn raced:
+        // under load the child could finish writing into the pipe's buffer
+        // first and exit 0.) Alone: no other test's starting child may hold
+        // a copy of the reader between its fork and exec.
         let out = common::alone(|| {
-            let mut child = bounded(&args)
+            let (reader, writer) = nix::unistd::pipe().unwrap();
+            drop(reader);
+            bounded(&args)
                 .stdin(Stdio::null())
-                .stdout(Stdio::piped())
+                .stdout(Stdio::from(writer))
                 .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            drop(child.stdout.take()); // the reader goes before the first write
-            child.wait_with_output().unwrap()
+                .output()
+                .unwrap()
         });
         let err = String::from_utf8_lossy(&out.stderr);
         no_panic(&err);
