@@ -114,14 +114,14 @@ impl<S: Store + 'static> Engine<S> {
         if j.from_snapshot {
             c.from_snapshot.fetch_add(1, Ordering::Relaxed);
         }
-        match j.snapshot_rejected {
-            None => {}
-            Some(crate::snapshot::Reject::Earlier) => {
-                c.snapshots_earlier.fetch_add(1, Ordering::Relaxed);
+        if let Some(reject) = j.snapshot_rejected {
+            metrics::counter!(telemetry::SNAPSHOTS_REFUSED, "reason" => reject.as_str())
+                .increment(1);
+            match reject {
+                crate::snapshot::Reject::Earlier => &c.snapshots_earlier,
+                _ => &c.snapshots_rejected,
             }
-            Some(_) => {
-                c.snapshots_rejected.fetch_add(1, Ordering::Relaxed);
-            }
+            .fetch_add(1, Ordering::Relaxed);
         }
         Ok(j)
     }

@@ -28,6 +28,11 @@ pub(crate) const CACHE_EVICTIONS: &str = "narad_session_cache_evictions_total";
 pub(crate) const HYDRATE_SECONDS: &str = "narad_hydrate_seconds";
 /// Counter `narad_hydrate_events_total`: events replayed by hydrations.
 pub(crate) const HYDRATE_EVENTS: &str = "narad_hydrate_events_total";
+/// Counter `narad_snapshots_refused_total{reason}`: stored reducer snapshots
+/// a hydrate did not use (`reason`: `earlier_layout`, not damage, or what
+/// was wrong with it: `unreadable`, `other_session`, `checksum`,
+/// `other_journal`, `state`); the session was replayed instead.
+pub(crate) const SNAPSHOTS_REFUSED: &str = "narad_snapshots_refused_total";
 /// Counter `narad_subscriber_lag_total`: commit notices a follower missed.
 pub(crate) const SUBSCRIBER_LAG: &str = "narad_subscriber_lag_total";
 /// Counter `narad_retries_total`: conflict → reload retries.

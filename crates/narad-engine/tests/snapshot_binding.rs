@@ -11,13 +11,12 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bytes::Bytes;
-use common::{assert_valid, me};
+use common::{assert_valid, earlier_layout, me, put_snapshot, snapshot_of};
 use narad_engine::{
     AllowAll, Engine, EngineConfig, EngineStats, IdSource, ManualClock, NewSession, RandomIds,
     SequentialIds, StartRun, Started, Terminal,
 };
-use narad_store::{Batch, Expect, SideSpace, SideWrite, Store};
+use narad_store::Store;
 use serde_json::json;
 
 fn engine<S: Store + 'static>(store: S, ids: Arc<dyn IdSource>) -> Engine<S> {
@@ -52,32 +51,6 @@ async fn running_session<S: Store + 'static>(e: &Engine<S>, words: &str) -> (Str
     (sid, run)
 }
 
-async fn snapshot_of<S: Store>(store: &S, sid: &str) -> Vec<u8> {
-    store
-        .side(SideSpace::Snapshot, sid)
-        .await
-        .unwrap()
-        .unwrap()
-        .to_vec()
-}
-
-async fn put_snapshot<S: Store>(store: &S, sid: &str, bytes: Vec<u8>) {
-    store
-        .append(Batch {
-            session_id: sid.to_owned(),
-            expected_head: store.head(sid).await.unwrap(),
-            side: vec![SideWrite {
-                space: SideSpace::Snapshot,
-                key: sid.to_owned(),
-                expect: Expect::Any,
-                value: Some(Bytes::from(bytes)),
-            }],
-            ..Batch::default()
-        })
-        .await
-        .unwrap();
-}
-
 fn stats(from_snapshot: u64, snapshots_rejected: u64) -> EngineStats {
     EngineStats {
         hydrations: 1,
@@ -101,22 +74,6 @@ fn edit(record: &[u8], from: &str, to: &str) -> Vec<u8> {
     }
     out.extend_from_slice(body);
     assert_ne!(out, record, "{from} is in the record");
-    out
-}
-
-/// The record with its checker part labelled as layout 9 (what the
-/// previous build wrote) and its body digest made to match: intact, but
-/// of an earlier layout.
-fn earlier_layout(record: &[u8]) -> Vec<u8> {
-    let mut out = record.to_vec();
-    let magic = out.windows(8).position(|w| w == b"narad.ck").unwrap();
-    assert_eq!(out[magic + 8], 11, "a snapshot for a store is format 11");
-    out[magic + 8] = 9;
-    let n = u32::from_be_bytes(out[8..12].try_into().unwrap()) as usize;
-    let old = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&record[12 + n..]));
-    let new = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&out[12 + n..]));
-    let at = out.windows(32).position(|w| w == old.as_bytes()).unwrap();
-    out[at..at + 32].copy_from_slice(new.as_bytes());
     out
 }
 

@@ -1,8 +1,8 @@
 //! Metrics move: with a recorder installed for this test process, known
 //! commands move the command counter by outcome code, the append latency
 //! histogram, the store's group size, the session cache's hits, misses and
-//! evictions and the hydrate time. (One test per file: the recorder is
-//! process-global.)
+//! evictions, the hydrate time and the stored snapshots a hydrate refused,
+//! by reason. (One test per file: the recorder is process-global.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -54,6 +54,7 @@ async fn known_commands_move_the_metrics() {
     // One cached session: switching sessions evicts and rehydrates.
     let config = EngineConfig {
         cached_sessions: 1,
+        snapshot_every: 5,
         ..EngineConfig::default()
     };
     let e = Engine::with_host(
@@ -69,7 +70,34 @@ async fn known_commands_move_the_metrics() {
     e.start_run(&me, &a, StartRun::default()).await.unwrap();
     e.start_run(&me, &a, StartRun::default()).await.unwrap_err();
     e.start_run(&me, &b, StartRun::default()).await.unwrap();
+    for i in 0..5 {
+        e.message(&me, &a, serde_json::json!(format!("m{i}")))
+            .await
+            .unwrap();
+    }
     e.store().close().await.unwrap();
+
+    // `a`'s stored snapshot, as an earlier build's layout and then cut:
+    // each reopened engine replays `a` and counts why under its reason.
+    let store = RedbStore::open(dir.path().join("m.redb")).await.unwrap();
+    let good = common::snapshot_of(&store, &a).await;
+    store.close().await.unwrap();
+    for bad in [
+        common::earlier_layout(&good),
+        good[..good.len() / 2].to_vec(),
+    ] {
+        let store = RedbStore::open(dir.path().join("m.redb")).await.unwrap();
+        common::put_snapshot(&store, &a, bad).await;
+        let e = Engine::with_host(
+            store,
+            Arc::new(ManualClock::at_unix(1_780_000_000)),
+            Arc::new(SequentialIds::default()),
+            Arc::new(AllowAll),
+            EngineConfig::default(),
+        );
+        e.state_json(&me, &a).await.unwrap();
+        e.store().close().await.unwrap();
+    }
 
     let snapshot: Vec<_> = snapshotter
         .snapshot()
@@ -98,4 +126,15 @@ async fn known_commands_move_the_metrics() {
     assert!(series(&snapshot, "narad_session_cache_misses_total", &[]).0 >= 2);
     assert!(series(&snapshot, "narad_session_cache_evictions_total", &[]).0 >= 1);
     assert!(series(&snapshot, "narad_hydrate_seconds", &[("from", "full")]).1 >= 2);
+    let refused = |reason| {
+        series(
+            &snapshot,
+            "narad_snapshots_refused_total",
+            &[("reason", reason)],
+        )
+        .0
+    };
+    assert_eq!(refused("earlier_layout"), 1);
+    assert_eq!(refused("checksum"), 1, "the cut record");
+    assert_eq!(series(&snapshot, "narad_snapshots_refused_total", &[]).0, 2);
 }

@@ -4,11 +4,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use narad_core::checker::Checker;
 use narad_engine::{
     AllowAll, Authorizer, Engine, EngineConfig, ManualClock, NewSession, Principal, SequentialIds,
 };
-use narad_store::Store;
+use narad_store::{Batch, Expect, SideSpace, SideWrite, Store};
 use narad_store_redb::RedbStore;
 
 pub fn me() -> Principal {
@@ -210,4 +211,48 @@ pub async fn interrupted<S: Store + 'static>(
     )
     .await
     .unwrap()
+}
+
+/// The stored reducer snapshot record of `sid`.
+pub async fn snapshot_of<S: Store>(store: &S, sid: &str) -> Vec<u8> {
+    store
+        .side(SideSpace::Snapshot, sid)
+        .await
+        .unwrap()
+        .unwrap()
+        .to_vec()
+}
+
+/// Replaces the stored reducer snapshot record of `sid` with `bytes`.
+pub async fn put_snapshot<S: Store>(store: &S, sid: &str, bytes: Vec<u8>) {
+    store
+        .append(Batch {
+            session_id: sid.to_owned(),
+            expected_head: store.head(sid).await.unwrap(),
+            side: vec![SideWrite {
+                space: SideSpace::Snapshot,
+                key: sid.to_owned(),
+                expect: Expect::Any,
+                value: Some(Bytes::from(bytes)),
+            }],
+            ..Batch::default()
+        })
+        .await
+        .unwrap();
+}
+
+/// The record with its checker part labelled as layout 9 (what the
+/// previous build wrote) and its body digest made to match: intact, but
+/// of an earlier layout.
+pub fn earlier_layout(record: &[u8]) -> Vec<u8> {
+    let mut out = record.to_vec();
+    let magic = out.windows(8).position(|w| w == b"narad.ck").unwrap();
+    assert_eq!(out[magic + 8], 11, "a snapshot for a store is format 11");
+    out[magic + 8] = 9;
+    let n = u32::from_be_bytes(out[8..12].try_into().unwrap()) as usize;
+    let old = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&record[12 + n..]));
+    let new = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&out[12 + n..]));
+    let at = out.windows(32).position(|w| w == old.as_bytes()).unwrap();
+    out[at..at + 32].copy_from_slice(new.as_bytes());
+    out
 }
