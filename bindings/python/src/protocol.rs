@@ -51,19 +51,19 @@ pub type ConfigArgs = (
 /// [`EngineConfig`] from [`ConfigArgs`].
 pub fn config(a: ConfigArgs) -> Result<EngineConfig, EngineError> {
     let d = EngineConfig::default();
-    let secs = |s: Option<f64>, default: std::time::Duration| match s {
+    let secs = |name: &str, s: Option<f64>, default: std::time::Duration| match s {
         None => Ok(default),
         Some(s) => std::time::Duration::try_from_secs_f64(s)
-            .map_err(|_| invalid("a duration is a non-negative number of seconds")),
+            .map_err(|_| invalid(&format!("{name} must be a non-negative number of seconds"))),
     };
     Ok(EngineConfig {
         cached_sessions: a.0.unwrap_or(d.cached_sessions),
         history_limit: a.1.unwrap_or(d.history_limit),
         snapshot_every: a.2.unwrap_or(d.snapshot_every),
         max_retries: a.3.unwrap_or(d.max_retries),
-        lease_ttl: secs(a.4, d.lease_ttl)?,
-        heartbeat_interval: secs(a.5, d.heartbeat_interval)?,
-        token_ttl: secs(a.6, d.token_ttl)?,
+        lease_ttl: secs("lease_ttl", a.4, d.lease_ttl)?,
+        heartbeat_interval: secs("heartbeat_interval", a.5, d.heartbeat_interval)?,
+        token_ttl: secs("token_ttl", a.6, d.token_ttl)?,
     })
 }
 

@@ -128,7 +128,7 @@ async def test_counts_out_of_range_are_typed_refusals(url):
     """A negative count, or one past 2**64 - 1, is an InvalidCommandError
     with the engine's code (``invalid_limit`` for a page limit), not the
     OverflowError of the conversion to a native integer; a wrong type is
-    still a TypeError."""
+    still a TypeError. So are the counts among ``Engine.open``'s options."""
     e = await narad.Engine.open(url)
     sid = await e.create_session("s")
     calls = {
@@ -156,3 +156,12 @@ async def test_counts_out_of_range_are_typed_refusals(url):
         await e.history(sid, limit="3")
     assert (await e.history(sid, limit=2**64 - 1)).events == []
     await e.close()
+    # The numbers among open's options too, each named.
+    for name, opts in (("redb_cache_bytes", {"redb_cache_bytes": -1}),
+                       ("cached_sessions", {"config": narad.EngineConfig(cached_sessions=-1)}),
+                       ("snapshot_every", {"config": narad.EngineConfig(snapshot_every=2**64)}),
+                       ("lease_ttl", {"config": narad.EngineConfig(lease_ttl=-1.0)})):
+        with pytest.raises(narad.InvalidCommandError) as refused:
+            await narad.Engine.open(url, **opts)
+        assert refused.value.code == "invalid_command"
+        assert name in refused.value.message, refused.value.message

@@ -362,12 +362,14 @@ class Engine(_LifecycleMixin, _RecordsMixin, _AssetsMixin):
         A store that cannot be opened raises :class:`StoreError` with its
         reason as ``.code``: ``invalid_url``, ``locked`` (a ``redb:`` file
         already open, in this process or another), ``not_a_store``, or the
-        store's own (``corrupt``, ``newer_schema``, ...).
+        store's own (``corrupt``, ``newer_schema``, ...). A negative count
+        or duration (here or in ``config``) raises
+        :class:`InvalidCommandError` with ``invalid_command``, naming it.
         """
         native = await _native.NativeEngine.open(
             url, principal, None if clock is None else clock._native, sequential_ids,
             None if authorizer is None else authorizer._native, None if config is None else config._args(),
-            redb_cache_bytes, read_only)
+            _count("redb_cache_bytes", redb_cache_bytes), read_only)
         return cls(native)
 
     def as_principal(self, principal: str) -> "Engine":

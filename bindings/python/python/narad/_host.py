@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 from . import _native
+from ._errors import _count
 
 __all__ = ["Authorizer", "EngineConfig", "ManualClock", "Rule"]
 
@@ -82,5 +83,8 @@ class EngineConfig:
 
     def _args(self) -> Tuple[Optional[int], Optional[int], Optional[int], Optional[int], Optional[float],
                              Optional[float], Optional[float]]:
-        return (self.cached_sessions, self.history_limit, self.snapshot_every, self.max_retries,
+        # A negative count (or one past 2**64 - 1) is the typed refusal a
+        # negative duration gets, not the conversion's OverflowError.
+        return (_count("cached_sessions", self.cached_sessions), _count("history_limit", self.history_limit),
+                _count("snapshot_every", self.snapshot_every), _count("max_retries", self.max_retries),
                 self.lease_ttl, self.heartbeat_interval, self.token_ttl)
