@@ -12,7 +12,8 @@ traces=(../conformance/traces/*.jsonl)
 spec=(../../shared/narad-spec/conformance/*.jsonl)
 # build.rs sorts each directory; globs are sorted too, project first.
 all=("${traces[@]}" "${spec[@]}")
-mkdir -p corpus/parse_validate corpus/checker_sequence corpus/store_rows corpus/line_reader
+mkdir -p corpus/parse_validate corpus/checker_sequence corpus/store_rows corpus/line_reader \
+    corpus/snapshot_bytes
 seeded=0
 for f in "${all[@]}"; do
     base=$(basename "$f" .jsonl)
@@ -32,6 +33,7 @@ for f in "${all[@]}"; do
     hi=$(printf '%03o' $((i >> 8)))
     printf "\\$lo\\$hi" > "corpus/checker_sequence/$base"
     printf "\\$lo\\$hi\\004" > "corpus/store_rows/$base"
+    printf "\\$lo\\$hi\\050" > "corpus/snapshot_bytes/$base"
     # Bound 63, reads of 7 bytes, a 16-byte buffer, then the trace's bytes.
     { printf '\077\007\020'; head -c 4096 "$f"; } > "corpus/line_reader/$base"
     i=$((i + 1))
