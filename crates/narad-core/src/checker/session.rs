@@ -153,7 +153,7 @@ impl Session {
     /// The serde form of the open part only: run-tree heads, runs and tool
     /// calls not in [`Closed`] (the snapshot writes that as its arenas),
     /// and the transcript without its messages (the snapshot writes those
-    /// as binary parts: `packed_messages.rs`, `reasoning_bytes.rs`). Deserializing it gives a
+    /// as binary parts: `packed_messages/`, `reasoning_bytes.rs`). Deserializing it gives a
     /// session with no closed history and no messages.
     pub fn open_state(&self) -> impl Serialize + '_ {
         let w = self.w();
