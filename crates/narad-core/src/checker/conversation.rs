@@ -155,15 +155,14 @@ impl Transcript {
     }
 
     fn new_message(&mut self, m: Message) -> R {
-        let id = m.message_id.clone();
-        if !self.messages.push(m) {
-            return fail(
+        match self.messages.push(m) {
+            Ok(()) => Ok(()),
+            Err(m) => fail(
                 "message_duplicate",
                 "9.2",
-                format!("message {id} already exists"),
-            );
+                format!("message {} already exists", m.message_id),
+            ),
         }
-        Ok(())
     }
 
     /// Applies a conversation authority event. Checks precede every change.
@@ -306,7 +305,8 @@ impl Transcript {
             let Some(id) = text("messageId") else {
                 continue;
             };
-            self.messages.push(Message {
+            // Of a repeated id, the first is kept.
+            let _ = self.messages.push(Message {
                 message_id: id,
                 role: text("role").map_or_else(|| "assistant".into(), Label::from),
                 scope: text("messageScope").map_or_else(|| "session".into(), Label::from),

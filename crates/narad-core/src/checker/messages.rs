@@ -151,8 +151,9 @@ impl Messages {
         Some(self.packed_len() + i)
     }
 
-    /// Appends `m`; `false` (and no change) if its id is taken.
-    pub(super) fn push(&mut self, m: Message) -> bool {
+    /// Appends `m`; if its id is taken, nothing changes and `m` is
+    /// handed back.
+    pub(super) fn push(&mut self, m: Message) -> Result<(), Box<Message>> {
         if self
             .packed
             .as_ref()
@@ -162,10 +163,10 @@ impl Messages {
                 .index
                 .insert(&m.message_id, self.live.len(), ids(&self.live))
         {
-            return false;
+            return Err(Box::new(m));
         }
         self.live.push(m);
-        true
+        Ok(())
     }
 
     /// Drops every message.
@@ -261,7 +262,7 @@ impl<'de> Deserialize<'de> for Messages {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut out = Self::default();
         for m in Vec::<Message>::deserialize(d)? {
-            if !out.push(m) {
+            if out.push(m).is_err() {
                 return Err(serde::de::Error::custom("a messageId repeats"));
             }
         }
@@ -274,7 +275,7 @@ impl From<Vec<Message>> for Messages {
     fn from(v: Vec<Message>) -> Self {
         let mut out = Self::default();
         for m in v {
-            out.push(m);
+            let _ = out.push(m);
         }
         out
     }
