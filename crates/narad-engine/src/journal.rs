@@ -438,22 +438,20 @@ impl Journal {
             Some(b) => match Self::from_snapshot(store, session_id, meta.clone(), b).await? {
                 Ok(j) if j.head > through => Self::new(session_id, meta),
                 Ok(j) => j,
-                Err(Reject::Earlier) => {
-                    tracing::info!(
-                        session_id,
-                        reason = Reject::Earlier.as_str(),
-                        "reducer snapshot is of an earlier build's layout; replaying the journal (the next snapshot is of this layout)"
-                    );
-                    let mut j = Self::new(session_id, meta);
-                    j.snapshot_rejected = Some(Reject::Earlier);
-                    j
-                }
                 Err(reason) => {
-                    tracing::warn!(
-                        session_id,
-                        reason = reason.as_str(),
-                        "reducer snapshot does not match its journal; replaying the journal"
-                    );
+                    if reason == Reject::Earlier {
+                        tracing::info!(
+                            session_id,
+                            reason = reason.as_str(),
+                            "reducer snapshot is of an earlier build's layout; replaying the journal (the next snapshot is of this layout)"
+                        );
+                    } else {
+                        tracing::warn!(
+                            session_id,
+                            reason = reason.as_str(),
+                            "reducer snapshot does not match its journal; replaying the journal"
+                        );
+                    }
                     let mut j = Self::new(session_id, meta);
                     j.snapshot_rejected = Some(reason);
                     j
