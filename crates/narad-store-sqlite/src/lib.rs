@@ -398,14 +398,13 @@ impl Store for SqliteStore {
     async fn head(&self, session_id: &str) -> Result<u64, StoreError> {
         let sid = session_id.to_owned();
         self.blocking(move |c| {
-            c.query_row("SELECT head FROM heads WHERE session = ?1", [sid], |r| {
-                r.get::<_, i64>(0)
-            })
-            .optional()
-            .map_err(sql)?
-            .map(uint)
-            .transpose()
-            .map(|h| h.unwrap_or(0))
+            c.prepare_cached("SELECT head FROM heads WHERE session = ?1")
+                .and_then(|mut stmt| stmt.query_row([sid], |r| r.get::<_, i64>(0)))
+                .optional()
+                .map_err(sql)?
+                .map(uint)
+                .transpose()
+                .map(|h| h.unwrap_or(0))
         })
         .await
     }
@@ -536,14 +535,13 @@ impl Store for SqliteStore {
     async fn side(&self, space_: SideSpace, key: &str) -> Result<Option<Bytes>, StoreError> {
         let key = key.to_owned();
         self.blocking(move |c| {
-            c.query_row(
-                "SELECT value FROM side WHERE space = ?1 AND key = ?2",
-                params![space(space_), key],
-                |r| r.get::<_, Vec<u8>>(0),
-            )
-            .optional()
-            .map(|v| v.map(Bytes::from))
-            .map_err(sql)
+            c.prepare_cached("SELECT value FROM side WHERE space = ?1 AND key = ?2")
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![space(space_), key], |r| r.get::<_, Vec<u8>>(0))
+                })
+                .optional()
+                .map(|v| v.map(Bytes::from))
+                .map_err(sql)
         })
         .await
     }
