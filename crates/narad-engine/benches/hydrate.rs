@@ -15,7 +15,8 @@
 //! Each session is written straight to the store in batches; then a fresh
 //! engine replays it in full, writes a snapshot, and another fresh engine
 //! hydrates from that snapshot, five times (a fresh engine each time; the
-//! median and the fastest are printed). Figures only; nothing is asserted.
+//! median and the fastest are printed, then every time in order). Figures
+//! only; nothing is asserted.
 //! `NARAD_BENCH_SIZES=1000000` and `NARAD_BENCH_CORPUS=runs` (or
 //! `messages`, `conversation`) narrow a run;
 //! `NARAD_BENCH_HYDRATES=30` takes more cold hydrates (to profile them).
@@ -185,6 +186,11 @@ async fn one_size(dir: &Path, corpus: Corpus, n: u64) {
         );
         snap.store().close().await.unwrap();
     }
+    // Every hydrate in the order taken: on a VM the first touch of a large
+    // snapshot's fresh buffer costs several times more in some spells than
+    // in others, so the median alone hides whether a slow figure is a
+    // spell or the code.
+    let each: Vec<String> = times.iter().map(|t| format!("{:.1}", t * 1e3)).collect();
     times.sort_by(f64::total_cmp);
     let (restored, fastest) = (times[times.len() / 2], times[0]);
     let _ = std::fs::remove_file(&path);
@@ -197,6 +203,10 @@ async fn one_size(dir: &Path, corpus: Corpus, n: u64) {
         fastest * 1e3,
         replay * 1e3,
         n as f64 / replay
+    );
+    println!(
+        "        each cold hydrate, ms, in order: {}",
+        each.join(" ")
     );
 }
 
