@@ -22,7 +22,9 @@ After each 1-session row, a breakdown of the Python side's time per
 command, from the bridge's counters (``_native._bridge_stats``): the
 engine's work in the first poll on the loop's thread, the wait for the
 store, the hop from the store's completion back to the loop, the loop's
-poll, and the rest (Python code and the asyncio loop's own turns).
+poll, and the rest (Python code and the asyncio loop's own turns). Then,
+on Linux, each side's CPU time per command by thread: the loop's thread,
+the engine's tokio threads and the store's threads.
 """
 
 import argparse
@@ -76,33 +78,76 @@ def stats() -> dict:
     return narad._native._bridge_stats()
 
 
-def breakdown(label: str, spent: dict, commands: int, secs: float, rust_rate: float) -> None:
+def cpu() -> dict:
+    """Nanoseconds each group of this process's threads has run (Linux:
+    ``/proc/self/task/*/schedstat``; empty elsewhere): the loop's thread,
+    the engine's tokio threads, and the store's own threads."""
+    out: dict = {}
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                ran = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+        group = ("loop" if int(tid) == os.getpid() else "engine" if name.startswith("narad-engine")
+                 else "store" if name.startswith("narad-") else "other")
+        out[group] = out.get(group, 0) + ran
+    return out
+
+
+def add(total: dict, before: dict, after: dict) -> None:
+    for k in after:
+        total[k] = total.get(k, 0) + after[k] - before.get(k, 0)
+
+
+def breakdown(label: str, spent: dict, commands: int, secs: float, rust_rate: float,
+              cpu_py: dict, cpu_rust: dict) -> None:
     """Prints the Python side's microseconds per command by phase, and the
-    Rust side's (median) for comparison."""
+    Rust side's (median) for comparison; then the CPU time per command of
+    each group of threads, on each side (the wall gap is the part of the
+    Python side's time that is not CPU: waiting for its loop to wake)."""
     inline, store, hop, loop = (spent[k] / commands / 1000
                                 for k in ("ns_inline_poll", "ns_pending_to_wake", "ns_wake_to_poll", "ns_loop_poll"))
     wall = secs * 1e6 / commands
     print(f"  {label:8}   1 session python us/cmd: wall {wall:.0f} = engine on loop (inline poll) {inline:.0f}"
           f" + store {store:.0f} + hop to loop {hop:.0f} + loop poll {loop:.0f}"
           f" + python/asyncio {wall - inline - store - hop - loop:.0f}; rust {1e6 / rust_rate:.0f}", flush=True)
+    if cpu_py:
+        def per(c: dict) -> str:
+            return ", ".join(f"{g} {c.get(g, 0) / commands / 1000:.0f}" for g in ("loop", "engine", "store"))
+        print(f"  {label:8}   1 session cpu us/cmd: python side: {per(cpu_py)}; rust side: {per(cpu_rust)}",
+              flush=True)
 
 
 async def measure(e: narad.Engine, sessions: int, turns: int, rounds: int, slice_turns: int,
                   label: str) -> float:
     rust, py = [], []
     spent, py_secs = dict.fromkeys(stats(), 0), 0.0
+    cpu_py: dict = {}
+    cpu_rust: dict = {}
     for r in range(rounds):
         rust_secs = python_secs = 0.0
         for i, k in enumerate(slices(turns, slice_turns)):
             python_first = (r + i) % 2 == 0
             if not python_first:
+                c0 = cpu()
                 rust_secs += await rust_side(e, sessions, k)
-            before = stats()
+                add(cpu_rust, c0, cpu())
+            before, c0 = stats(), cpu()
             python_secs += await python_side(e, sessions, k)
             after = stats()
+            add(cpu_py, c0, cpu())
             spent = {k: spent[k] + after[k] - before[k] for k in spent}
             if python_first:
+                c0 = cpu()
                 rust_secs += await rust_side(e, sessions, k)
+                add(cpu_rust, c0, cpu())
         commands = COMMANDS_PER_TURN * sessions * turns
         py.append(commands / python_secs)
         rust.append(commands / rust_secs)
@@ -114,7 +159,8 @@ async def measure(e: narad.Engine, sessions: int, turns: int, rounds: int, slice
     print(f"{label:8} {sessions:>8} {statistics.median(rust):>11.0f} {statistics.median(py):>13.0f}"
           f" {med:>12.2f}x  (rounds: {' '.join(f'{x:.2f}' for x in ratios)})", flush=True)
     if sessions == 1:
-        breakdown(label, spent, COMMANDS_PER_TURN * turns * rounds, py_secs, statistics.median(rust))
+        breakdown(label, spent, COMMANDS_PER_TURN * turns * rounds, py_secs, statistics.median(rust),
+                  cpu_py, cpu_rust)
     return med
 
 
