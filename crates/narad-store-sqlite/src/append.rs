@@ -9,7 +9,7 @@ use narad_store::{
 };
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use crate::{int, space, sql, uint};
+use crate::{head_of, int, side_of, space, sql, uint};
 
 /// The write path, owned by the writer thread.
 pub(crate) struct Writer {
@@ -41,15 +41,7 @@ struct TxView<'a, 'c>(&'a rusqlite::Transaction<'c>);
 
 impl View for TxView<'_, '_> {
     fn head(&mut self, sid: &str) -> Result<u64, StoreError> {
-        self.0
-            .prepare_cached("SELECT head FROM heads WHERE session = ?1")
-            .map_err(sql)?
-            .query_row([sid], |r| r.get::<_, i64>(0))
-            .optional()
-            .map_err(sql)?
-            .map(uint)
-            .transpose()
-            .map(|h| h.unwrap_or(0))
+        head_of(self.0, sid)
     }
 
     fn event(&mut self, sid: &str, ev: &StoredEvent) -> Result<Option<(u64, bool)>, StoreError> {
@@ -73,12 +65,7 @@ impl View for TxView<'_, '_> {
     }
 
     fn side(&mut self, w: &SideWrite) -> Result<Option<Vec<u8>>, StoreError> {
-        self.0
-            .prepare_cached("SELECT value FROM side WHERE space = ?1 AND key = ?2")
-            .map_err(sql)?
-            .query_row(params![space(w.space), w.key], |r| r.get(0))
-            .optional()
-            .map_err(sql)
+        side_of(self.0, w.space, &w.key)
     }
 
     fn watch(&mut self, w: &WatchWrite) -> Result<Option<bool>, StoreError> {

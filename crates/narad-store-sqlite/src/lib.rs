@@ -341,6 +341,28 @@ impl SqliteStore {
     }
 }
 
+/// A session's head (0 before its first event), on any connection: the
+/// store's reads and the writer's transaction ask it alike.
+fn head_of(conn: &Connection, sid: &str) -> Result<u64, StoreError> {
+    conn.prepare_cached("SELECT head FROM heads WHERE session = ?1")
+        .map_err(sql)?
+        .query_row([sid], |r| r.get::<_, i64>(0))
+        .optional()
+        .map_err(sql)?
+        .map(uint)
+        .transpose()
+        .map(|h| h.unwrap_or(0))
+}
+
+/// One side record's value, on any connection (as [`head_of`]).
+fn side_of(conn: &Connection, s: SideSpace, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    conn.prepare_cached("SELECT value FROM side WHERE space = ?1 AND key = ?2")
+        .map_err(sql)?
+        .query_row(params![space(s), key], |r| r.get(0))
+        .optional()
+        .map_err(sql)
+}
+
 /// One page; `query` selects `(seq, cursor, bytes)` ordered by cursor,
 /// after ?3. `scope` is `None` for session reads (the cursor is `seq`).
 /// Each row's bytes are checked against its key.
@@ -397,16 +419,7 @@ impl Store for SqliteStore {
 
     async fn head(&self, session_id: &str) -> Result<u64, StoreError> {
         let sid = session_id.to_owned();
-        self.blocking(move |c| {
-            c.prepare_cached("SELECT head FROM heads WHERE session = ?1")
-                .and_then(|mut stmt| stmt.query_row([sid], |r| r.get::<_, i64>(0)))
-                .optional()
-                .map_err(sql)?
-                .map(uint)
-                .transpose()
-                .map(|h| h.unwrap_or(0))
-        })
-        .await
+        self.blocking(move |c| head_of(c, &sid)).await
     }
 
     async fn read_session(
@@ -534,16 +547,8 @@ impl Store for SqliteStore {
 
     async fn side(&self, space_: SideSpace, key: &str) -> Result<Option<Bytes>, StoreError> {
         let key = key.to_owned();
-        self.blocking(move |c| {
-            c.prepare_cached("SELECT value FROM side WHERE space = ?1 AND key = ?2")
-                .and_then(|mut stmt| {
-                    stmt.query_row(params![space(space_), key], |r| r.get::<_, Vec<u8>>(0))
-                })
-                .optional()
-                .map(|v| v.map(Bytes::from))
-                .map_err(sql)
-        })
-        .await
+        self.blocking(move |c| Ok(side_of(c, space_, &key)?.map(Bytes::from)))
+            .await
     }
 
     async fn list_side(
