@@ -102,6 +102,7 @@ def cpu() -> dict:
 
 
 def add(total: dict, before: dict, after: dict) -> None:
+    """Adds each counter's rise from ``before`` to ``after`` to ``total``."""
     for k in after:
         total[k] = total.get(k, 0) + after[k] - before.get(k, 0)
 
@@ -131,23 +132,25 @@ async def measure(e: narad.Engine, sessions: int, turns: int, rounds: int, slice
     spent, py_secs = dict.fromkeys(stats(), 0), 0.0
     cpu_py: dict = {}
     cpu_rust: dict = {}
+
+    async def rust_slice(k: int) -> float:
+        c0 = cpu()
+        secs = await rust_side(e, sessions, k)
+        add(cpu_rust, c0, cpu())
+        return secs
+
     for r in range(rounds):
         rust_secs = python_secs = 0.0
         for i, k in enumerate(slices(turns, slice_turns)):
             python_first = (r + i) % 2 == 0
             if not python_first:
-                c0 = cpu()
-                rust_secs += await rust_side(e, sessions, k)
-                add(cpu_rust, c0, cpu())
+                rust_secs += await rust_slice(k)
             before, c0 = stats(), cpu()
             python_secs += await python_side(e, sessions, k)
-            after = stats()
+            add(spent, before, stats())
             add(cpu_py, c0, cpu())
-            spent = {k: spent[k] + after[k] - before[k] for k in spent}
             if python_first:
-                c0 = cpu()
-                rust_secs += await rust_side(e, sessions, k)
-                add(cpu_rust, c0, cpu())
+                rust_secs += await rust_slice(k)
         commands = COMMANDS_PER_TURN * sessions * turns
         py.append(commands / python_secs)
         rust.append(commands / rust_secs)
