@@ -12,8 +12,8 @@
 //!   chat, from `shared/corpus.rs`.
 //!
 //! ```text
-//! cargo bench -p narad-core --bench snapshot            # 100k and 1M events
-//! NARAD_BENCH_QUICK=1 cargo bench -p narad-core --bench snapshot   # 100k
+//! cargo bench -p narad-core --bench snapshot            # 10k, 100k and 1M events
+//! NARAD_BENCH_QUICK=1 cargo bench -p narad-core --bench snapshot   # 10k and 100k
 //! NARAD_BENCH_CORPUS=messages cargo bench -p narad-core --bench snapshot
 //! ```
 
@@ -72,9 +72,9 @@ mod corpus;
 fn main() {
     let quick = std::env::var_os("NARAD_BENCH_QUICK").is_some();
     let sizes: &[u64] = if quick {
-        &[100_000]
+        &[10_000, 100_000]
     } else {
-        &[100_000, 1_000_000]
+        &[10_000, 100_000, 1_000_000]
     };
     // NARAD_BENCH_RESTORES=50 takes more restores (to profile them).
     let restores: usize = std::env::var("NARAD_BENCH_RESTORES")
@@ -95,10 +95,25 @@ fn main() {
 
 fn measure(corpus: &str, n: u64, restores: usize) {
     let mut c = Checker::default();
+    // The same session in a checker that leaves closed history to the
+    // store, which keeps what it hands over every 64 events (a batch).
+    let mut l = Checker::default();
+    l.leave_closed_to_store();
+    let (mut handed, mut handed_bytes) = (0usize, 0usize);
+    let mut push = |i: u64, b: &[u8]| {
+        c.push_bytes(b).unwrap();
+        l.push_bytes(b).unwrap();
+        if i % 64 == 0 || i == n {
+            for r in l.take_closed("s", usize::MAX) {
+                handed += 1;
+                handed_bytes += r.key.id.len() + r.bytes.len();
+            }
+        }
+    };
     if corpus == "conversation" {
         let records = corpus::records(corpus::Corpus::Conversation, "s", 1);
-        for r in records.take(n as usize) {
-            c.push_bytes(&serde_json::to_vec(&r).unwrap()).unwrap();
+        for (i, r) in records.take(n as usize).enumerate() {
+            push(i as u64 + 1, &serde_json::to_vec(&r).unwrap());
         }
     }
     for seq in (1..=n).filter(|_| corpus != "conversation") {
@@ -106,18 +121,23 @@ fn measure(corpus: &str, n: u64, restores: usize) {
             "messages" => message(seq),
             _ => event(seq, (seq - 1) / 8, (seq - 1) % 8 + 1),
         };
-        c.push_bytes(&ev).unwrap();
+        push(seq, &ev);
     }
-    // `snapshot` keeps every eventId; `for-store` is the engine's, which
-    // leaves them to the store (`Checker::snapshot_for_store`).
+    // `snapshot` keeps every eventId; `for-store` leaves them to the store
+    // (`Checker::snapshot_for_store`); `closed-out` also leaves closed
+    // runs and tool calls there (`Checker::leave_closed_to_store`).
     type Write = fn(&Checker) -> Vec<u8>;
-    let kinds: [(&str, Write); 2] = [
-        ("snapshot", Checker::snapshot),
-        ("for-store", Checker::snapshot_for_store),
+    let kinds: [(&str, &Checker, Write); 3] = [
+        ("snapshot", &c, Checker::snapshot),
+        ("for-store", &c, Checker::snapshot_for_store),
+        ("closed-out", &l, Checker::snapshot_for_store),
     ];
-    for (kind, write_it) in kinds {
+    println!(
+        "closed-out {corpus:8} {n:>8} events: {handed} closed records handed to the store, {handed_bytes} bytes with their ids"
+    );
+    for (kind, c, write_it) in kinds {
         let t = Instant::now();
-        let snap = write_it(&c);
+        let snap = write_it(c);
         let write = t.elapsed();
         let mut best = Duration::MAX;
         for _ in 0..restores {
@@ -142,7 +162,7 @@ fn measure(corpus: &str, n: u64, restores: usize) {
         let rewrite = t.elapsed();
         assert_eq!(again.len(), shared.len());
         println!(
-            "{kind:9} {corpus:8} {n:>8} events: {:>10} bytes ({:>5.1} B/event); write {:>7.1} ms; restore {:>7.1} ms (in place {:>7.1} ms); write again after a restore {:>7.1} ms",
+            "{kind:10} {corpus:8} {n:>8} events: {:>10} bytes ({:>5.1} B/event); write {:>7.1} ms; restore {:>7.1} ms (in place {:>7.1} ms); write again after a restore {:>7.1} ms",
             shared.len(),
             shared.len() as f64 / n as f64,
             write.as_secs_f64() * 1e3,

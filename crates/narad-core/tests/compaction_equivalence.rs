@@ -10,7 +10,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a panic is a failure report
 
-use narad_core::checker::Checker;
+use narad_core::checker::{Checker, ClosedKey, CLOSED_RECALL};
 use narad_core::{ProfileSet, Validator, ValidatorConfig};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -294,20 +294,47 @@ fn run(ops: &[Op], core_only: bool, restore_at: Option<usize>) -> Result<(), Tes
     Ok(())
 }
 
+/// The host's store of closed records: what the checker handed over
+/// ([`Checker::take_closed`]), by session and key.
+type ClosedStore = std::collections::HashMap<(String, ClosedKey), Vec<u8>>;
+
+/// Everything `store` holds of the sessions given back to a copy of `c`,
+/// as a host does before reading closed history of a checker that does
+/// not hold it all.
+fn recall_all(c: &Checker, store: &ClosedStore) -> Checker {
+    let mut c = c.clone();
+    for ((sid, key), bytes) in store {
+        c.recall_closed(sid, key, Some(bytes));
+    }
+    c
+}
+
 /// [`run`] restoring at `restore_at` from [`Checker::snapshot_for_store`],
 /// which keeps no eventId (or, with `restore` false, forgetting the
 /// eventIds in place there: [`Checker::forget_event_ids`]): before each
 /// push the test plays the host, whose store (here the records the
 /// reference accepted, by session and eventId) answers what the checker
 /// may have forgotten. The verdicts and reads are the reference's.
+///
+/// With `closed`, the checker also leaves closed history to the store
+/// ([`Checker::leave_closed_to_store`]): the host keeps what it hands over
+/// (most steps; on some, it is left for later, so a snapshot carries it),
+/// and answers each [`CLOSED_RECALL`] refusal from what it kept, pushing
+/// the record again. The reads are compared once the host gave back all
+/// it keeps.
 fn run_forgetting(
     ops: &[Op],
     core_only: bool,
     restore_at: usize,
     restore: bool,
+    closed: bool,
 ) -> Result<(), TestCaseError> {
     let mut reference = Checker::new(validator(core_only)).with_full_history();
     let mut compact = Checker::new(validator(core_only));
+    if closed {
+        compact.leave_closed_to_store();
+    }
+    let mut closed_store = ClosedStore::default();
     let mut store: std::collections::HashMap<(String, String), Vec<u8>> = Default::default();
     let mut g = Gen {
         n: 0,
@@ -336,8 +363,33 @@ fn run_forgetting(
             }
         }
         let want = reference.push_bytes(&bytes);
-        let got = compact.push_bytes(&bytes);
+        let mut got = compact.push_bytes(&bytes);
+        for _ in 0..3 {
+            let Err(r) = &got else { break };
+            if r.code != CLOSED_RECALL {
+                break;
+            }
+            let sid = serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .and_then(|v| Some(v.get("sessionId")?.as_str()?.to_owned()))
+                .unwrap_or_default();
+            let needed = compact.closed_needed(&sid);
+            prop_assert!(!needed.is_empty(), "record {}", i);
+            for k in needed {
+                let stored = closed_store.get(&(sid.clone(), k.clone()));
+                prop_assert!(compact.recall_closed(&sid, &k, stored.map(Vec::as_slice)));
+            }
+            got = compact.push_bytes(&bytes);
+        }
         prop_assert_eq!(&got, &want, "record {}", i);
+        prop_assert_eq!(compact.records_seen(), reference.records_seen());
+        if o.pick % 3 != 0 {
+            for sid in SESSIONS {
+                for r in compact.take_closed(sid, usize::MAX) {
+                    closed_store.insert((sid.to_owned(), r.key), r.bytes);
+                }
+            }
+        }
         // The journal holds what moved the head: applied, or skipped
         // (covered by a transcript snapshot, or of an inactive profile).
         use narad_core::checker::Applied;
@@ -346,7 +398,7 @@ fn run_forgetting(
         }
         g.sent.push(bytes);
         prop_assert_eq!(
-            reads(&compact, &g.tools),
+            reads(&recall_all(&compact, &closed_store), &g.tools),
             reads(&reference, &g.tools),
             "after record {}",
             i
@@ -365,7 +417,16 @@ proptest! {
         core_only in any::<bool>(),
         restore in any::<bool>(),
     ) {
-        run_forgetting(&ops, core_only, at, restore)?;
+        run_forgetting(&ops, core_only, at, restore, false)?;
+    }
+
+    #[test]
+    fn a_checker_restored_without_closed_history_decides_as_full_history_with_its_store(
+        ops in prop::collection::vec(op(), 1..120),
+        at in 0usize..120,
+        core_only in any::<bool>(),
+    ) {
+        run_forgetting(&ops, core_only, at, true, true)?;
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! Each kind is one [`Arena`].
 
 use super::arena::{put_str, put_varint, take_str, varint, Arena};
+use super::closed_store::ClosedKind;
 use super::derived::Derived;
 use super::session::Session;
 use super::{Run, RunState};
@@ -246,6 +247,7 @@ impl Session {
         if let Some(c) = self.closed.as_deref_mut() {
             c.runs.replace(id, &b);
         }
+        self.closed_changed(ClosedKind::Run, id);
     }
 
     /// A run, open or closed.
@@ -263,7 +265,9 @@ impl Session {
 
     /// Whether any run started, open or closed (without listing them).
     pub(super) fn has_runs(&self) -> bool {
-        self.w().runs.len() != 0 || self.closed().is_some_and(|c| !c.runs.is_empty())
+        self.w().runs.len() != 0
+            || self.closed_runs_before()
+            || self.closed().is_some_and(|c| !c.runs.is_empty())
     }
 
     /// Every run, open or closed, in id order.
@@ -418,6 +422,7 @@ impl Session {
                     .get_or_insert_with(Box::default)
                     .tools
                     .insert(id, run.as_bytes());
+                self.closed_changed(ClosedKind::ToolCall, id);
             }
         }
         if let Some(id) = run {
@@ -434,6 +439,7 @@ impl Session {
                     .get_or_insert_with(Box::default)
                     .runs
                     .insert(id, &b);
+                self.closed_changed(ClosedKind::Run, id);
                 self.settle_root(id);
             }
         }
@@ -510,16 +516,27 @@ impl Session {
 }
 
 impl Closed {
+    /// Whether `b` is a closed record of `kind` for `id`, as a snapshot's
+    /// arena would hold it (see [`Closed::read`]).
+    pub(super) fn valid(kind: ClosedKind, id: &str, b: &[u8]) -> bool {
+        match kind {
+            ClosedKind::Run => {
+                Record::parse(id, b).is_some_and(|r| r.graph.is_none_or(super::derived::parses))
+            }
+            ClosedKind::ToolCall => std::str::from_utf8(b).is_ok(),
+        }
+    }
+
     /// Closed history from the snapshot form (each arena as
     /// [`Arena::write_live`] wrote it): the arenas as they are, after a
     /// check that every record, and the graph in it, parses (nothing is
     /// unpacked). `None` when one does not; `Some(None)` when both arenas
     /// are empty.
     pub(super) fn read(runs: &[u8], tools: &[u8]) -> Option<Option<Box<Self>>> {
-        let runs = Arena::from_live(runs, |id, b| {
-            Record::parse(id, b).is_some_and(|r| r.graph.is_none_or(super::derived::parses))
+        let runs = Arena::from_live(runs, |id, b| Self::valid(ClosedKind::Run, id, b))?;
+        let tools = Arena::from_live(tools, |id, b| {
+            b.is_ascii() || Self::valid(ClosedKind::ToolCall, id, b)
         })?;
-        let tools = Arena::from_live(tools, |_, b| b.is_ascii() || std::str::from_utf8(b).is_ok())?;
         Some((!runs.is_empty() || !tools.is_empty()).then(|| Box::new(Self { runs, tools })))
     }
 }

@@ -28,6 +28,11 @@ impl Checker {
                 ..
             } => (anchor, Some(*base_revision)),
         };
+        if let (Some(root), Some(_)) = (&anchor.root_run_id, &anchor.source_run_cursor) {
+            if let Some(s) = self.sessions.get_mut(anchor.session_id.as_str()) {
+                s.gate([(super::ClosedKind::Run, root.as_str())])?;
+            }
+        }
         let empty = Session::default();
         let s: &Session = self
             .sessions

@@ -34,7 +34,9 @@ impl Checker {
     /// every Narad store does: `narad_store::Store::find_events`). The
     /// dedup set grows by an
     /// entry an event, so without it a snapshot follows open work rather
-    /// than history.
+    /// than history. A checker that leaves closed history to the store
+    /// ([`Checker::leave_closed_to_store`]) also leaves out the closed
+    /// runs and tool calls it handed over.
     ///
     /// A checker restored from it does not know the eventIds of the
     /// events the snapshot covers. Before it pushes a record whose id may

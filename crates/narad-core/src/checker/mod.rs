@@ -16,6 +16,7 @@
 mod arena;
 mod client;
 mod closed;
+mod closed_store;
 mod conversation;
 mod derived;
 mod documents;
@@ -33,6 +34,7 @@ mod snapshot;
 mod watch;
 
 pub use client::{ClientLedger, CLOSURE_CODES};
+pub use closed_store::{ClosedKey, ClosedKind, ClosedRecord, CLOSED_RECALL};
 pub use conversation::{Message, Reasoning, Transcript};
 pub use documents::{Document, Documents, Lifecycle};
 pub use label::Label;
@@ -248,6 +250,8 @@ pub struct Checker {
     /// Keeps closed runs and tool calls in their open form (the reference
     /// the compacted checker is tested against).
     full_history: bool,
+    /// Leaves closed history to the host's store ([`closed_store`]).
+    closed_to_store: bool,
 }
 
 pub(crate) type R<T = ()> = Result<T, (&'static str, &'static str, String)>;
@@ -580,13 +584,22 @@ impl Checker {
             Parsed::Ignorable { .. } => Ok(Applied::Skipped),
             Parsed::Record { record, .. } => self.apply(index, &record),
         }
+        .inspect_err(|r| self.uncount(r))
+    }
+
+    /// A [`CLOSED_RECALL`] refusal is no verdict: the record is pushed
+    /// again, and counts then.
+    fn uncount(&mut self, r: &Rejection) {
+        if r.code == CLOSED_RECALL {
+            self.index -= 1;
+        }
     }
 
     /// Applies one already-parsed record.
     pub fn push(&mut self, record: &Record) -> Result<Applied, Rejection> {
         let index = self.index;
         self.index += 1;
-        self.apply(index, record)
+        self.apply(index, record).inspect_err(|r| self.uncount(r))
     }
 
     fn apply(&mut self, index: usize, record: &Record) -> Result<Applied, Rejection> {
@@ -616,6 +629,9 @@ impl Checker {
         }
         if result == Ok(Applied::Applied) && !self.full_history {
             if let Some(s) = self.sessions.get_mut(env.session_id.as_str()) {
+                if self.closed_to_store && s.leaving.is_none() {
+                    s.leave_closed();
+                }
                 let tool = match &ev.payload {
                     AuthorityPayload::ToolCallFinished { tool_call_id, .. } => {
                         Some(tool_call_id.as_str())
@@ -637,6 +653,9 @@ impl Checker {
         let s = session_mut!(self.sessions, env.session_id.as_str());
         let result = s.ignored(env, fingerprint(&ev.wire));
         if result.is_ok() && !self.full_history {
+            if self.closed_to_store && s.leaving.is_none() {
+                s.leave_closed();
+            }
             s.retire(None, None, env.root_run_id.as_deref());
         }
         if result.is_err() && is_new_session {
@@ -655,6 +674,7 @@ impl Checker {
         if let Some(skip) = s.check_position(env)? {
             return Ok(skip);
         }
+        s.gate(closed_store::named(env, Some(&ev.payload)))?;
         let run = env.run_id.as_deref().and_then(|r| s.run_ref(r));
         if let AuthorityPayload::ToolCallFinished {
             tool_call_id,

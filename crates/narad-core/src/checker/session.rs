@@ -9,6 +9,7 @@
 //! depend on whether the box was ever allocated.
 
 use super::closed::Closed;
+use super::closed_store::Leaving;
 use super::derived::Derived;
 use super::seen::Seen;
 use super::{Adjacency, Documents, GraphScope, Run, Slot, Tool, Transcript, Workflow};
@@ -41,6 +42,10 @@ pub(super) struct Session {
     extra: Option<Box<Extra>>,
     /// Closed runs and tool calls, compacted (none in a full-history checker).
     pub closed: Option<Box<Closed>>,
+    /// What is to be handed to the host's store, and what it was left,
+    /// when the session leaves closed history there
+    /// ([`super::closed_store`]). Boxed: most sessions never do.
+    pub leaving: Option<Box<Leaving>>,
 }
 
 /// Open work and what is kept per open run tree (closed runs keep theirs
@@ -311,6 +316,7 @@ impl<'de> Deserialize<'de> for Session {
             work: Some(Box::new(work)),
             extra: (!unused).then(|| Box::new(extra)),
             closed: None,
+            leaving: None,
         };
         s.trim();
         Ok(s)

@@ -16,9 +16,11 @@
 //! roots; then the workspaces' dedup sets, the client ledger and the
 //! record counter. The dedup set is 12 bytes an entry in hash order
 //! ([`Seen::write_bytes`]), or empty in a snapshot for a store
-//! ([`Checker::snapshot_for_store`], format 9), whose sessions say in
+//! ([`Checker::snapshot_for_store`], format 11), whose sessions say in
 //! `idsBefore` the position through which their ids were left to the
-//! store; an arena is its live records as laid out in
+//! store (format 12 also leaves closed runs and tool calls there:
+//! [`super::closed_store`], with `closedBefore` and arenas that hold only
+//! what was not handed over yet); an arena is its live records as laid out in
 //! memory ([`super::closed`]); the messages are one part kept as it is
 //! ([`super::packed_messages`]) and the reasoning streams one binary
 //! record ([`super::reasoning_bytes`]). Restoring parses the JSON, checks every
@@ -60,8 +62,21 @@ pub(super) const SNAPSHOT_FORMAT: u32 = 10;
 /// restore those sets as complete. (Version 9 was the same over version 8.)
 const FORGETFUL_FORMAT: u32 = 11;
 
+/// Version 12: version 11 written by a checker that leaves closed history
+/// to its host's store ([`super::closed_store`]). It says so
+/// (`closedToStore`), and a session may say `closedBefore`, the position
+/// at and before which its arenas hold only the closed records not yet
+/// handed to the store, and `closedRuns`, whether a run had closed by
+/// then. A build that knows only version 11 refuses it rather than restore
+/// those arenas as complete.
+const CLOSED_FORMAT: u32 = 12;
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 const MAGIC: &[u8; 8] = b"narad.ck";
@@ -110,6 +125,10 @@ pub(super) fn write(c: &Checker, ids: EventIds) -> Vec<u8> {
         derived: Graphs<'a>,
         #[serde(rename = "idsBefore", skip_serializing_if = "is_zero")]
         ids_before: u64,
+        #[serde(rename = "closedBefore", skip_serializing_if = "is_zero")]
+        closed_before: u64,
+        #[serde(rename = "closedRuns", skip_serializing_if = "is_false")]
+        closed_runs: bool,
     }
     #[derive(Serialize)]
     struct SnapRef<'a, S> {
@@ -117,7 +136,11 @@ pub(super) fn write(c: &Checker, ids: EventIds) -> Vec<u8> {
         workspaces: &'a BTreeMap<String, (Seen, u64)>,
         client: &'a ClientLedger,
         index: usize,
+        #[serde(rename = "closedToStore", skip_serializing_if = "is_false")]
+        closed_to_store: bool,
     }
+    // Closed history handed to the store is left out of a snapshot for it.
+    let leave = |s: &Session| ids == EventIds::Omitted && c.closed_to_store && s.head > 0;
     let snap = SnapRef {
         sessions: c
             .sessions
@@ -132,6 +155,12 @@ pub(super) fn write(c: &Checker, ids: EventIds) -> Vec<u8> {
                         EventIds::Kept => s.ids_before,
                         EventIds::Omitted => s.head,
                     },
+                    closed_before: match leave(s) {
+                        true => s.head,
+                        false => s.closed_before(),
+                    },
+                    closed_runs: s.closed_runs_before()
+                        || (leave(s) && s.closed().is_some_and(|c| !c.runs.is_empty())),
                 };
                 (&**k, open)
             })
@@ -139,11 +168,14 @@ pub(super) fn write(c: &Checker, ids: EventIds) -> Vec<u8> {
         workspaces: &c.workspaces,
         client: &c.client,
         index: c.index,
+        closed_to_store: c.closed_to_store,
     };
     let forgetful = ids == EventIds::Omitted || c.sessions.values().any(|s| s.ids_before > 0);
-    let format = match forgetful {
-        true => FORGETFUL_FORMAT,
-        false => SNAPSHOT_FORMAT,
+    let leaving = c.closed_to_store || c.sessions.values().any(|s| s.closed_before() > 0);
+    let format = match (leaving, forgetful) {
+        (true, _) => CLOSED_FORMAT,
+        (false, true) => FORGETFUL_FORMAT,
+        (false, false) => SNAPSHOT_FORMAT,
     };
     let mut out = MAGIC.to_vec();
     out.extend_from_slice(&format.to_le_bytes());
@@ -153,7 +185,14 @@ pub(super) fn write(c: &Checker, ids: EventIds) -> Vec<u8> {
         let _ = serde_json::to_writer(o, &snap);
     });
     for s in c.sessions.values() {
-        let closed = s.closed();
+        let kept;
+        let closed = match leave(s) {
+            true => {
+                kept = not_handed_over(s);
+                Some(&kept)
+            }
+            false => s.closed(),
+        };
         put_part(&mut out, |o| match ids {
             EventIds::Kept => s.seen.write_bytes(o),
             EventIds::Omitted => Seen::default().write_bytes(o),
@@ -167,6 +206,23 @@ pub(super) fn write(c: &Checker, ids: EventIds) -> Vec<u8> {
         });
     }
     out
+}
+
+/// The closed records of `s` not yet handed to the store
+/// ([`Checker::take_closed`]): what a snapshot that leaves the rest to the
+/// store keeps.
+fn not_handed_over(s: &Session) -> Closed {
+    use super::closed_store::ClosedKind;
+    let mut kept = Closed::default();
+    for key in s.closed_to_hand_over() {
+        if let Some(b) = s.closed_bytes(key) {
+            match key.kind {
+                ClosedKind::Run => kept.runs.insert(&key.id, b),
+                ClosedKind::ToolCall => kept.tools.insert(&key.id, b),
+            }
+        }
+    }
+    kept
 }
 
 /// From this many bytes of dedup set and arenas on, a restore reads them on
@@ -251,6 +307,10 @@ fn read(
         derived: SmallMap<Derived>,
         #[serde(rename = "idsBefore", default)]
         ids_before: u64,
+        #[serde(rename = "closedBefore", default)]
+        closed_before: u64,
+        #[serde(rename = "closedRuns", default)]
+        closed_runs: bool,
     }
     #[derive(Deserialize)]
     struct Snap {
@@ -258,16 +318,22 @@ fn read(
         workspaces: BTreeMap<String, (Seen, u64)>,
         client: ClientLedger,
         index: usize,
+        #[serde(rename = "closedToStore", default)]
+        closed_to_store: bool,
     }
     let mut parts = Parts(bytes);
     if parts.take(MAGIC.len())? != MAGIC {
         return None;
     }
     let format = u32::from_le_bytes(parts.take(4)?.try_into().ok()?);
-    if format != SNAPSHOT_FORMAT && format != FORGETFUL_FORMAT {
+    if ![SNAPSHOT_FORMAT, FORGETFUL_FORMAT, CLOSED_FORMAT].contains(&format) {
         return None;
     }
     let snap: Snap = serde_json::from_slice(parts.part()?).ok()?;
+    // Only version 12 leaves closed history to a store.
+    if snap.closed_to_store && format != CLOSED_FORMAT {
+        return None;
+    }
     let mut sessions = BTreeMap::new();
     for (k, open) in snap.sessions {
         let mut s = open.state;
@@ -276,6 +342,14 @@ fn read(
             return None;
         }
         s.ids_before = open.ids_before;
+        let leaves = open.closed_before != 0 || open.closed_runs;
+        if (leaves && !snap.closed_to_store) || open.closed_before > s.head {
+            return None;
+        }
+        if leaves {
+            let l = s.leaving.get_or_insert_with(Box::default);
+            (l.before, l.runs_before) = (open.closed_before, open.closed_runs);
+        }
         let (seen, runs, tools) = (parts.part()?, parts.part()?, parts.part()?);
         let (messages, reasoning) = (parts.part()?, parts.part()?);
         // The messages are kept where they lie and checked, not decoded:
@@ -322,6 +396,10 @@ fn read(
         s.trim();
         s.pack_closed_graphs();
         s.retire_all();
+        if snap.closed_to_store {
+            // Its arenas hold only what was not handed over yet.
+            s.leave_closed();
+        }
         sessions.insert(k.into_boxed_str(), Box::new(s));
     }
     if !parts.0.is_empty() {
@@ -335,6 +413,7 @@ fn read(
         index: snap.index,
         canonical_graphs: false,
         full_history: false,
+        closed_to_store: snap.closed_to_store,
     })
 }
 
@@ -732,7 +811,7 @@ mod tests {
         let (c, _) = session();
         // Older layouts (8 and 9 held the messages as rows) and unknown
         // ones are replayed, not restored.
-        for format in [5, 8, 9, 12] {
+        for format in [5, 8, 9, 13] {
             let mut snap = c.snapshot();
             snap[MAGIC.len()] = format;
             assert!(Checker::restore(Validator::default(), &snap).is_none());

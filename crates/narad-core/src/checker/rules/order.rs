@@ -47,6 +47,7 @@ impl Session {
         if let Some(skip) = self.check_position(env)? {
             return Ok(skip);
         }
+        self.gate(crate::checker::closed_store::named(env, None))?;
         self.check_sequences(env)?;
         // §7.6: nothing of an interrupt's journal comes between it and its
         // pause, and an ignored event is never that pause.
