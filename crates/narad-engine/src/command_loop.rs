@@ -19,6 +19,10 @@ use crate::journal::{Draft, Journal};
 use crate::queue::{self, QueuedStart};
 use crate::telemetry;
 
+/// How often a command plans again after its plan read closed history
+/// the checker had left to the store (each time it is given back first).
+const MISSED_PLANS: usize = 4;
+
 pub(crate) fn side(space: SideSpace, key: &str, expect: Expect, value: Vec<u8>) -> SideWrite {
     SideWrite {
         space,
@@ -111,7 +115,21 @@ impl<S: Store + 'static> Engine<S> {
             }
             let j = self.loaded(&mut slot, session_id).await?;
             let span = tracing::debug_span!(telemetry::SPAN_PLAN, drafts = tracing::field::Empty);
-            let planned = span.in_scope(|| plan(j));
+            let mut planned = span.in_scope(|| plan(j));
+            // A plan that read closed history the checker left to the
+            // store plans again once it is given back.
+            for _ in 0..MISSED_PLANS {
+                let store = &*self.inner.store;
+                match j.misses.take() {
+                    (_, true) => crate::closed_history::recall_all(store, j).await?,
+                    (missed, false) if !missed.is_empty() => {
+                        crate::closed_history::recall(store, j, &missed).await?;
+                    }
+                    _ => break,
+                }
+                planned = span.in_scope(|| plan(j));
+            }
+            j.misses.take();
             if let Ok(p) = &planned {
                 span.record("drafts", p.drafts.len());
             }
@@ -211,6 +229,8 @@ impl<S: Store + 'static> Engine<S> {
                 None => Vec::new(),
             };
             let now = timestamp(self.inner.clock.now());
+            let names = crate::closed_history::drafts_name(j, &drafts);
+            crate::closed_history::recall(&*self.inner.store, j, &names).await?;
             let own = match j.apply(drafts, &*self.inner.ids, &now) {
                 Ok(evs) => evs,
                 Err((e, dirty)) => {
@@ -295,7 +315,7 @@ impl<S: Store + 'static> Engine<S> {
                 snapshot = encoded.is_some();
                 if let Some((j, write)) = encoded {
                     *slot = Some(j);
-                    side.push(write);
+                    side.extend(write);
                 }
             }
             let batch = Batch {

@@ -62,7 +62,12 @@ impl<S: Store + 'static> Engine<S> {
                 "a state is after 1 or more events; sequence 0 is before the session".into(),
             ));
         }
-        let j = Journal::hydrate_through(&*self.inner.store, session_id, meta, sequence).await?;
+        let mut j =
+            Journal::hydrate_through(&*self.inner.store, session_id, meta, sequence).await?;
+        // The state reads closed history too. The records the store holds
+        // are as of its snapshot, which this hydrate used only when it is
+        // at or before `sequence` (the events since were replayed).
+        crate::closed_history::recall_all(&*self.inner.store, &mut j).await?;
         if j.head != sequence {
             return Err(EngineError::InvalidCommand(format!(
                 "the session has {} events, not {sequence}",

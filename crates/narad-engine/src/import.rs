@@ -167,7 +167,19 @@ impl<S: Store + 'static> Engine<S> {
         let mut fresh = Vec::new();
         let mut requested = Vec::new();
         for (i, ev) in events.iter().enumerate() {
-            match j.checker.push(&Record::Authority(ev.clone())) {
+            let record = Record::Authority(ev.clone());
+            let mut pushed = j.checker.push(&record);
+            for _ in 0..2 {
+                match &pushed {
+                    // It names closed history the checker left to the store.
+                    Err(r) if r.code == narad_core::checker::CLOSED_RECALL => {
+                        crate::closed_history::recall_for(&*self.inner.store, &mut j).await?;
+                        pushed = j.checker.push(&record);
+                    }
+                    _ => break,
+                }
+            }
+            match pushed {
                 Ok(Applied::Applied) => {
                     if let AuthorityPayload::InterruptRequested { interrupt_id, .. } = &ev.payload {
                         requested.push(interrupt_id.as_str());
@@ -257,7 +269,7 @@ impl<S: Store + 'static> Engine<S> {
                     ))
                 })?;
             j = back;
-            batch.side.push(write);
+            batch.side.extend(write);
         }
         // The chain of covered bytes advances with the batch; on failure
         // this journal is dropped and reloaded.

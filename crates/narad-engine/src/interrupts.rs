@@ -236,7 +236,7 @@ impl<S: Store + 'static> Engine<S> {
                 return Err(unknown_interrupt(&resolve));
             };
             let (at, current) = match &scope {
-                InterruptScope::Run(run) => (j.run_at(run)?, j.checker.run_head(s, &key)),
+                InterruptScope::Run(run) => (j.run_at(run)?, j.run_head(&key)),
                 InterruptScope::Workflow(wf) => {
                     (At::Workflow(wf.clone()), j.checker.workflow_head(s, wf))
                 }

@@ -201,6 +201,9 @@ pub(crate) struct Journal {
     /// only: a reloaded (or deleted and re-created) session gets a new
     /// journal, and so a new cache.
     pub details: DetailsCache,
+    /// Closed history a command's plan read and the checker did not hold
+    /// ([`crate::closed_history`]).
+    pub misses: crate::closed_history::Misses,
 }
 
 /// See [`Journal::details`].
@@ -213,11 +216,14 @@ impl Journal {
             profiles: meta.profiles,
             ..ValidatorConfig::default()
         });
+        let mut checker = Checker::new(validator);
+        // Its closed history goes to the store with each snapshot.
+        checker.leave_closed_to_store();
         Self {
             session_id: session_id.to_owned(),
             meta,
             validator,
-            checker: Checker::new(validator),
+            checker,
             head: 0,
             expiries: BTreeMap::new(),
             retries: BTreeMap::new(),
@@ -226,6 +232,7 @@ impl Journal {
             snapshot_rejected: None,
             chain: Chain::default(),
             details: DetailsCache::default(),
+            misses: Default::default(),
         }
     }
 
@@ -278,19 +285,26 @@ impl Journal {
 
     /// This journal's snapshot side record once `pending` are appended
     /// too ([`Journal::encode_snapshot`]), encoded on the blocking pool with
-    /// the journal moved there and back. `None` when the journal was lost
-    /// there (no encoding panics, or the runtime shut down).
-    pub async fn snapshot_write(self, pending: Vec<StoredEvent>) -> Option<(Self, SideWrite)> {
-        let (j, bytes) = self
-            .off_thread(move |j| j.encode_snapshot(&pending))
+    /// the journal moved there and back, and the closed records it leaves
+    /// out ([`crate::closed_history`]): every write for the same batch.
+    /// `None` when the journal was lost there (no encoding panics, or the
+    /// runtime shut down). The checker has then handed those records over:
+    /// if the batch is not stored, the journal must be dropped.
+    pub async fn snapshot_write(self, pending: Vec<StoredEvent>) -> Option<(Self, Vec<SideWrite>)> {
+        let (j, (closed, bytes)) = self
+            .off_thread(move |j| {
+                let closed = crate::closed_history::take_writes(j);
+                (closed, j.encode_snapshot(&pending))
+            })
             .await?;
-        let write = SideWrite {
+        let mut writes = closed;
+        writes.push(SideWrite {
             space: SideSpace::Snapshot,
             key: j.session_id.clone(),
             expect: Expect::Any,
             value: Some(Bytes::from(bytes)),
-        };
-        Some((j, write))
+        });
+        Some((j, writes))
     }
 
     /// Records that a snapshot at `head` is stored beside the journal. The
@@ -395,6 +409,9 @@ impl Journal {
             return Err(Reject::Checksum);
         }
         j.checker = checker.ok_or(Reject::State)?;
+        // An earlier build's snapshot holds all closed history: it is
+        // handed over from the next snapshot on.
+        j.checker.leave_closed_to_store();
         if j.checker.session_head(session_id) != Some(snap.head) {
             return Err(Reject::State);
         }
@@ -468,24 +485,35 @@ impl Journal {
             }
             let page = store.read_session(session_id, j.head, want).await?;
             let (last, empty) = (page.next.is_none(), page.events.is_empty());
-            j = if page.events.len() < OFF_THREAD_EVENTS {
-                j.replay(&page.events)?;
-                j
-            } else {
-                // A full page is milliseconds of checking: on the blocking
-                // pool, like a long snapshot's restore.
-                let events = page.events;
-                let (j, replayed) =
-                    j.off_thread(move |j| j.replay(&events))
+            let events = std::sync::Arc::new(page.events);
+            let mut from = 0;
+            loop {
+                let (back, replayed) = if events.len() - from < OFF_THREAD_EVENTS {
+                    let replayed = j.replay(&events[from..]);
+                    (j, replayed)
+                } else {
+                    // A full page is milliseconds of checking: on the
+                    // blocking pool, like a long snapshot's restore.
+                    let events = std::sync::Arc::clone(&events);
+                    j.off_thread(move |j| j.replay(&events[from..]))
                         .await
                         .ok_or_else(|| {
                             EngineError::Store(narad_store::StoreError::Backend(
                                 "replaying a page of the journal failed".into(),
                             ))
-                        })?;
-                replayed?;
-                j
-            };
+                        })?
+                };
+                j = back;
+                match replayed? {
+                    None => break,
+                    // Stopped before an event that names closed history
+                    // the checker left to the store: given back, it goes on.
+                    Some(done) => {
+                        crate::closed_history::recall_for(store, &mut j).await?;
+                        from += done;
+                    }
+                }
+            }
             if last {
                 j.checker.forget_event_ids();
                 return Ok(j);
@@ -497,21 +525,29 @@ impl Journal {
         }
     }
 
-    /// Applies stored events after `head`, in order.
-    fn replay(&mut self, events: &[StoredEvent]) -> Result<(), EngineError> {
-        for ev in events {
+    /// Applies stored events after `head`, in order. `Some(n)`: stopped
+    /// after `n` of them, before one the checker needs closed history for
+    /// ([`narad_core::checker::CLOSED_RECALL`]).
+    fn replay(&mut self, events: &[StoredEvent]) -> Result<Option<usize>, EngineError> {
+        for (i, ev) in events.iter().enumerate() {
             narad_store::row::advance(&self.session_id, self.head, ev.position.session_sequence)?;
-            self.checker.push_bytes(&ev.bytes).map_err(|r| {
-                EngineError::Store(narad_store::StoreError::Backend(format!(
-                    "stored journal is refused by the checker at {}: {}",
-                    ev.position.session_sequence, r.code
-                )))
-            })?;
+            match self.checker.push_bytes(&ev.bytes) {
+                Err(r) if r.code == narad_core::checker::CLOSED_RECALL => return Ok(Some(i)),
+                Err(r) => {
+                    return Err(EngineError::Store(narad_store::StoreError::Backend(
+                        format!(
+                            "stored journal is refused by the checker at {}: {}",
+                            ev.position.session_sequence, r.code
+                        ),
+                    )))
+                }
+                Ok(_) => {}
+            }
             self.head = ev.position.session_sequence;
             self.chain.push(&ev.bytes);
             self.note_expiry(&ev.bytes);
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Remembers the `expiresAt` of an `interrupt.requested` and the
@@ -570,17 +606,55 @@ impl Journal {
 
     /// Where a started run's events go.
     pub fn run_at(&self, run_id: &str) -> Result<At, EngineError> {
-        let run =
-            self.checker
-                .run(&self.session_id, run_id)
-                .ok_or_else(|| EngineError::UnknownRun {
-                    run_id: run_id.to_owned(),
-                })?;
+        let run = self.run(run_id).ok_or_else(|| EngineError::UnknownRun {
+            run_id: run_id.to_owned(),
+        })?;
         Ok(At::Run {
             run: run_id.to_owned(),
             root: run.root.clone(),
             workflow: run.workflow.clone(),
         })
+    }
+
+    /// A run of the session, open or closed. One the checker left to the
+    /// store is noted for the command loop, which gives it back and plans
+    /// again ([`Journal::misses`]).
+    pub fn run(&self, run_id: &str) -> Option<std::borrow::Cow<'_, narad_core::checker::Run>> {
+        let run = self.checker.run(&self.session_id, run_id);
+        if run.is_none() {
+            self.misses
+                .note(self, narad_core::checker::ClosedKind::Run, run_id);
+        }
+        run
+    }
+
+    /// The run a tool call belongs to and whether it is open, noting one
+    /// the checker left to the store as [`Journal::run`] does.
+    pub fn tool_call(&self, tool_call_id: &str) -> Option<(&str, bool)> {
+        let call = self.checker.tool_call(&self.session_id, tool_call_id);
+        if call.is_none() {
+            let kind = narad_core::checker::ClosedKind::ToolCall;
+            self.misses.note(self, kind, tool_call_id);
+        }
+        call
+    }
+
+    /// Every run of the session, open or closed, in id order; notes for
+    /// the command loop that the plan read all closed history
+    /// ([`Journal::misses`]).
+    pub fn all_runs(
+        &self,
+    ) -> impl Iterator<Item = (&str, std::borrow::Cow<'_, narad_core::checker::Run>)> {
+        self.misses.note_all(self);
+        self.checker.runs(&self.session_id)
+    }
+
+    /// The run-tree head of `root` (0 if none), noting a closed root the
+    /// checker left to the store as [`Journal::run`] does.
+    pub fn run_head(&self, root: &str) -> u64 {
+        self.misses
+            .note(self, narad_core::checker::ClosedKind::Run, root);
+        self.checker.run_head(&self.session_id, root)
     }
 
     /// [`Journal::apply`] for drafts that follow `pending` events already

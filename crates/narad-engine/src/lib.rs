@@ -21,6 +21,7 @@
 mod append;
 mod archive;
 pub mod client;
+mod closed_history;
 mod command_loop;
 mod command_types;
 mod engine;

@@ -165,6 +165,9 @@ impl<S: Store + 'static> Engine<S> {
         for key in self.key_records(session_id).await? {
             keys.push((SideSpace::Idempotency, key));
         }
+        for key in crate::closed_history::keys(store, session_id).await? {
+            keys.push((SideSpace::Closed, key));
+        }
         if let Some(k) = &j.meta.create_key {
             keys.push((SideSpace::Idempotency, crate::idempotency::create_key(k)));
         }

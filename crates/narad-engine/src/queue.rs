@@ -216,6 +216,8 @@ impl<S: Store + 'static> Engine<S> {
                 strip_nulls(json!({ "clientExecutorId": q.client_executor_id })),
             );
             writes.push(entry.take());
+            let names = crate::closed_history::drafts_name(j, std::slice::from_ref(&draft));
+            crate::closed_history::recall(&*self.inner.store, j, &names).await?;
             match j.apply_after(events.len() as u64, vec![draft], &*self.inner.ids, now) {
                 Ok(started) => {
                     events.extend(started);

@@ -150,7 +150,7 @@ impl<S: Store + 'static> Engine<S> {
                     }));
                 }
                 if j.meta.profiles.contains(narad_core::Profile::Graph) {
-                    for (_, run) in j.checker.runs(s).filter(|(id, r)| **id == r.root) {
+                    for (_, run) in j.all_runs().filter(|(id, r)| *id == r.root) {
                         if let Some(g) = j.checker.graph(s, &run.root) {
                             if g.revision() > 0 {
                                 let mut rec = g.snapshot_record(s, &ts);

@@ -29,15 +29,11 @@ impl<S: Store + 'static> Engine<S> {
             .unwrap_or_else(|| self.inner.ids.next_id("run"));
         let (started, _) = self
             .command_keyed(p, session_id, |j| {
-                let sid = &j.session_id;
                 let (root, workflow, inherited) = match &start.parent_run_id {
                     Some(parent) => {
-                        let pr =
-                            j.checker
-                                .run(sid, parent)
-                                .ok_or_else(|| EngineError::UnknownRun {
-                                    run_id: parent.clone(),
-                                })?;
+                        let pr = j.run(parent).ok_or_else(|| EngineError::UnknownRun {
+                            run_id: parent.clone(),
+                        })?;
                         (
                             pr.root.clone(),
                             pr.workflow.clone(),
@@ -139,12 +135,11 @@ impl<S: Store + 'static> Engine<S> {
         outcome: ToolOutcome,
     ) -> Result<(), EngineError> {
         self.command_keyed(p, session_id, |j| {
-            let (run, _) = j
-                .checker
-                .tool_call(&j.session_id, tool_call_id)
-                .ok_or_else(|| EngineError::UnknownToolCall {
-                    tool_call_id: tool_call_id.to_owned(),
-                })?;
+            let (run, _) =
+                j.tool_call(tool_call_id)
+                    .ok_or_else(|| EngineError::UnknownToolCall {
+                        tool_call_id: tool_call_id.to_owned(),
+                    })?;
             let mut body = strip_nulls(json!({
                 "toolCallId": tool_call_id, "outcome": outcome.outcome,
                 "code": outcome.code, "message": outcome.message.as_deref().map(sanitize)
@@ -223,8 +218,7 @@ impl<S: Store + 'static> Engine<S> {
         let (resumed, _) = self
             .command(p, &timer.session_id, |j| {
                 let open = j
-                    .checker
-                    .run(&j.session_id, &run_id)
+                    .run(&run_id)
                     .is_some_and(|r| r.open_pause.as_deref() == Some(wait));
                 let mut plan = Plan::of(Vec::new(), open);
                 if open {

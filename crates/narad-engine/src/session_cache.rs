@@ -192,6 +192,8 @@ impl<S: Store + 'static> Engine<S> {
                 *slot = None;
                 return Ok(Attempt::Again);
             }
+            // A read of the whole state reads closed history too.
+            crate::closed_history::recall_all(&*self.inner.store, j).await?;
             if j.head < OFF_THREAD_HEAD {
                 return Ok(Attempt::Done(read(j)));
             }
@@ -241,7 +243,7 @@ impl<S: Store + 'static> Engine<S> {
         let batch = Batch {
             session_id: session_id.to_owned(),
             expected_head: head,
-            side: vec![write],
+            side: write,
             ..Batch::default()
         };
         match self.append_resolving(batch).await {

@@ -115,6 +115,16 @@ async fn fill(e: &Engine<RedbStore>) -> Open {
     e.start_client_tool_call(&me(), &client, &bound, "open.file", json!({"path": "a"}))
         .await
         .unwrap();
+    // A closed run: its record goes to the store with the next snapshot.
+    let child = started(
+        e.start_run(&me(), &client, StartRun::child_of(bound.as_str()))
+            .await
+            .unwrap(),
+    );
+    e.end_run(&me(), &client, &child, common::finished())
+        .await
+        .unwrap();
+    e.write_snapshot(&me(), &client).await.unwrap();
     let outbox = e.client_outbox("desk");
     let execute = std::iter::from_fn(|| outbox.try_next())
         .map(|b| serde_json::from_slice::<Value>(&b).unwrap())

@@ -171,7 +171,7 @@ where
         .unwrap();
     let rewritten = snapshot_of(e.store(), &sid).await;
     let magic = rewritten.windows(8).position(|w| w == b"narad.ck").unwrap();
-    assert_eq!(rewritten[magic + 8], 11);
+    assert_eq!(rewritten[magic + 8], 12);
     e.store().close().await.unwrap();
     let e = engine(open(a.clone()).await, Arc::new(RandomIds));
     e.state_json(&me(), &sid).await.unwrap();

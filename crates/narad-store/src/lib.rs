@@ -157,6 +157,11 @@ pub enum SideSpace {
     /// of the request and the command's original result. Keyed by the
     /// owning session (length-prefixed) and the caller's key.
     Idempotency,
+    /// Closed runs and tool calls the engine's checker left out of the
+    /// session's snapshot (`narad_core::checker::Checker::take_closed`),
+    /// written in the batch of the snapshot that leaves them out. Keyed by
+    /// the owning session (length-prefixed), a kind letter and the id.
+    Closed,
 }
 
 impl SideSpace {
@@ -173,12 +178,13 @@ impl SideSpace {
             Self::Tombstone => 8,
             Self::SessionIndex => 9,
             Self::Idempotency => 10,
+            Self::Closed => 11,
         }
     }
 
     /// Every space, in id order: what a migration or a verification must
     /// cover so that no space can be forgotten.
-    pub const ALL: [SideSpace; 10] = [
+    pub const ALL: [SideSpace; 11] = [
         Self::Lease,
         Self::Token,
         Self::Snapshot,
@@ -189,6 +195,7 @@ impl SideSpace {
         Self::Tombstone,
         Self::SessionIndex,
         Self::Idempotency,
+        Self::Closed,
     ];
 
     /// A stable lowercase name, for reports.
@@ -204,6 +211,7 @@ impl SideSpace {
             Self::Tombstone => "tombstone",
             Self::SessionIndex => "session_index",
             Self::Idempotency => "idempotency",
+            Self::Closed => "closed",
         }
     }
 }

@@ -23,7 +23,8 @@ pub enum Carry {
 
 /// How `space` is migrated. Every side record is the engine's durable
 /// state (open interrupts, tokens, leases, queued starts, timers,
-/// snapshots, session metadata, idempotency keys): none may be dropped.
+/// snapshots, session metadata, idempotency keys, closed history): none
+/// may be dropped.
 pub const fn how(space: SideSpace) -> Carry {
     match space {
         SideSpace::Lease
@@ -35,7 +36,8 @@ pub const fn how(space: SideSpace) -> Carry {
         | SideSpace::Queue
         | SideSpace::Tombstone
         | SideSpace::SessionIndex
-        | SideSpace::Idempotency => Carry::Verbatim,
+        | SideSpace::Idempotency
+        | SideSpace::Closed => Carry::Verbatim,
     }
 }
 

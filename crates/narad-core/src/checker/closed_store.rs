@@ -311,6 +311,17 @@ impl Checker {
         }
     }
 
+    /// Whether `id` may be a closed run or tool call of `session_id` that
+    /// this checker left to its host's store and holds no trace of: what a
+    /// host looks up ([`Checker::recall_closed`]) before a read of it, or
+    /// before a record naming it (which would be refused with
+    /// [`CLOSED_RECALL`] until then).
+    pub fn closed_unknown(&self, session_id: &str, kind: ClosedKind, id: &str) -> bool {
+        self.sessions
+            .get(session_id)
+            .is_some_and(|s| s.unknown(kind, id))
+    }
+
     /// Whether the checker holds every closed run and tool call of
     /// `session_id` (`false` after a restore from a snapshot that left
     /// them to the store: reads of closed history then answer only for
@@ -563,6 +574,36 @@ mod tests {
             assert!(r.recall_closed("s", &k, None));
         }
         assert_eq!(r.push_bytes(&fresh), Ok(Applied::Applied));
+    }
+
+    /// A snapshot written before the checker left closed history to the
+    /// store holds all of it: once restored and switched over, it is
+    /// handed over in steps, and each snapshot keeps what is not yet.
+    #[test]
+    fn an_earlier_snapshot_hands_its_closed_history_over_in_steps() {
+        let (c, _) = history();
+        let mut earlier = c.clone();
+        earlier.closed_to_store = false;
+        let snap = earlier.snapshot_for_store();
+        assert_eq!(snap[8], 11);
+        let mut r = Checker::restore(Validator::default(), &snap).unwrap();
+        assert!(!r.leaves_closed_to_store());
+        r.leave_closed_to_store();
+        let mut store = HashMap::new();
+        for r in r.take_closed("s", 2) {
+            store.insert(r.key, r.bytes);
+        }
+        let mut again = Checker::restore(Validator::default(), &r.snapshot_for_store()).unwrap();
+        assert!(again.has_closed_to_take("s"));
+        keep(&mut again, &mut store);
+        assert_eq!(store.len(), 3, "runs A and X, tool call t");
+        let last = Checker::restore(Validator::default(), &again.snapshot_for_store()).unwrap();
+        let mut never = c.clone();
+        let mut last = last;
+        for b in next() {
+            let want = format!("{:?}", never.push_bytes(&b));
+            assert_eq!(push(&mut last, &store, &b), want);
+        }
     }
 
     #[test]

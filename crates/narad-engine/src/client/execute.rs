@@ -35,10 +35,8 @@ impl<S: Store + 'static> Engine<S> {
         let executor = {
             let (e, _) = self
                 .command(p, session_id, |j| {
-                    let run = j.checker.run(&j.session_id, run_id).ok_or_else(|| {
-                        EngineError::UnknownRun {
-                            run_id: run_id.to_owned(),
-                        }
+                    let run = j.run(run_id).ok_or_else(|| EngineError::UnknownRun {
+                        run_id: run_id.to_owned(),
                     })?;
                     Ok(Plan::of(Vec::new(), run.client_executor.clone()))
                 })

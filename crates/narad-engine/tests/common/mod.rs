@@ -247,7 +247,7 @@ pub async fn put_snapshot<S: Store>(store: &S, sid: &str, bytes: Vec<u8>) {
 pub fn earlier_layout(record: &[u8]) -> Vec<u8> {
     let mut out = record.to_vec();
     let magic = out.windows(8).position(|w| w == b"narad.ck").unwrap();
-    assert_eq!(out[magic + 8], 11, "a snapshot for a store is format 11");
+    assert_eq!(out[magic + 8], 12, "a snapshot for a store is format 12");
     out[magic + 8] = 9;
     let n = u32::from_be_bytes(out[8..12].try_into().unwrap()) as usize;
     let old = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&record[12 + n..]));

@@ -1,0 +1,250 @@
+//! Closed history in the store: the engine's checker leaves its closed
+//! runs and tool calls out of the session's snapshot
+//! ([`narad_core::checker::Checker::leave_closed_to_store`]), so a long
+//! session's snapshot follows its open work. Each record it leaves out is
+//! a [`SideSpace::Closed`] record written in the batch of that snapshot
+//! ([`Journal::snapshot_write`]); a record closed since stays in the
+//! checker (and in the journal's tail, which a hydrate replays).
+//!
+//! A journal restored from such a snapshot gives its checker back what it
+//! needs before it decides: before a replayed or imported record
+//! ([`recall_for`]), before a command's drafts ([`drafts_name`]), for a
+//! command's plan that read a run it does not hold ([`Journal::misses`]),
+//! and all of it before a read of the whole state ([`recall_all`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use narad_core::checker::{ClosedKey, ClosedKind};
+use narad_store::{Damage, Expect, SideSpace, SideWrite, Store, StoreError};
+use serde_json::Value;
+
+use crate::error::EngineError;
+use crate::journal::{At, Draft, Journal};
+
+/// Closed records a snapshot's batch carries at most; the rest stay in
+/// the snapshot until a later one (a session restored from an earlier
+/// layout hands all its closed history over in steps).
+pub(crate) const PER_BATCH: usize = 4096;
+
+/// The store key of `key`'s record in `session_id`.
+pub(crate) fn store_key(session_id: &str, key: &ClosedKey) -> String {
+    format!("{}{}{}", prefix(session_id), key.kind.tag(), key.id)
+}
+
+/// The prefix every closed record of `session_id` starts with.
+fn prefix(session_id: &str) -> String {
+    crate::idempotency::session_prefix(session_id)
+}
+
+/// The side writes of up to [`PER_BATCH`] closed records `j`'s checker has
+/// not handed over yet: for the batch of a snapshot that leaves them out.
+pub(crate) fn take_writes(j: &mut Journal) -> Vec<SideWrite> {
+    let sid = j.session_id.clone();
+    j.checker
+        .take_closed(&sid, PER_BATCH)
+        .into_iter()
+        .map(|r| SideWrite {
+            space: SideSpace::Closed,
+            key: store_key(&sid, &r.key),
+            expect: Expect::Any,
+            value: Some(r.bytes.into()),
+        })
+        .collect()
+}
+
+/// What a command's plan read of closed history `j`'s checker does not
+/// hold: looked up and given back before the plan runs again.
+#[derive(Debug, Default)]
+pub(crate) struct Misses {
+    keys: Mutex<Vec<ClosedKey>>,
+    /// The plan read every run (a whole-state read).
+    all: AtomicBool,
+}
+
+impl Misses {
+    /// Notes that the plan looked `id` up, if the checker may have left it
+    /// to the store.
+    pub(crate) fn note(&self, j: &Journal, kind: ClosedKind, id: &str) {
+        if j.checker.closed_unknown(&j.session_id, kind, id) {
+            if let Ok(mut m) = self.keys.lock() {
+                m.push(ClosedKey {
+                    kind,
+                    id: id.to_owned(),
+                });
+            }
+        }
+    }
+
+    /// Notes that the plan reads all closed history, if the checker may
+    /// have left some to the store.
+    pub(crate) fn note_all(&self, j: &Journal) {
+        if !j.checker.holds_closed_history(&j.session_id) {
+            self.all.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The noted keys, and whether all was read; cleared.
+    pub(crate) fn take(&self) -> (Vec<ClosedKey>, bool) {
+        let keys = self
+            .keys
+            .lock()
+            .map(|mut m| std::mem::take(&mut *m))
+            .unwrap_or_default();
+        (keys, self.all.swap(false, Ordering::Relaxed))
+    }
+}
+
+/// The runs and tool calls `drafts` name that `j`'s checker may have left
+/// to the store: the ids [`narad_core::checker`]'s gate reads (`runId`,
+/// `rootRunId`, `parentRunId`, a stop's target, a tool call's id).
+pub(crate) fn drafts_name(j: &Journal, drafts: &[Draft]) -> Vec<ClosedKey> {
+    if j.checker.holds_closed_history(&j.session_id) {
+        return Vec::new();
+    }
+    let mut keys = Vec::new();
+    let mut add = |kind, id: &str| {
+        if j.checker.closed_unknown(&j.session_id, kind, id) {
+            keys.push(ClosedKey {
+                kind,
+                id: id.to_owned(),
+            });
+        }
+    };
+    for d in drafts {
+        if let At::Run { run, root, .. } = &d.at {
+            add(ClosedKind::Run, run);
+            add(ClosedKind::Run, root);
+        }
+        for (field, kind) in [
+            ("parentRunId", ClosedKind::Run),
+            ("targetRunId", ClosedKind::Run),
+            ("toolCallId", ClosedKind::ToolCall),
+        ] {
+            if let Some(Value::String(id)) = d.body.get(field) {
+                add(kind, id);
+            }
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// Gives `j`'s checker the stored records of `keys` (`None` for one the
+/// store does not hold), one point read each.
+pub(crate) async fn recall<S: Store + ?Sized>(
+    store: &S,
+    j: &mut Journal,
+    keys: &[ClosedKey],
+) -> Result<(), EngineError> {
+    let sid = j.session_id.clone();
+    for key in keys {
+        let stored = store.side(SideSpace::Closed, &store_key(&sid, key)).await?;
+        // Bytes that are not such a record are not taken: refused as
+        // damaged rather than decided without them.
+        if !j.checker.recall_closed(&sid, key, stored.as_deref())
+            && j.checker.closed_unknown(&sid, key.kind, &key.id)
+        {
+            return Err(corrupt(&sid, key));
+        }
+    }
+    Ok(())
+}
+
+/// What the checker's last [`narad_core::checker::CLOSED_RECALL`] refusal
+/// asked for, given back from the store.
+pub(crate) async fn recall_for<S: Store + ?Sized>(
+    store: &S,
+    j: &mut Journal,
+) -> Result<(), EngineError> {
+    let sid = j.session_id.clone();
+    let needed = j.checker.closed_needed(&sid);
+    if needed.is_empty() {
+        return Err(EngineError::Store(StoreError::Backend(
+            "the checker asked for closed history and named none".into(),
+        )));
+    }
+    recall(store, j, &needed).await
+}
+
+/// Every closed record the store holds of `j`'s session given back to its
+/// checker, for a read of the whole state (a no-op when it holds all).
+pub(crate) async fn recall_all<S: Store + ?Sized>(
+    store: &S,
+    j: &mut Journal,
+) -> Result<(), EngineError> {
+    let sid = j.session_id.clone();
+    if j.checker.holds_closed_history(&sid) {
+        return Ok(());
+    }
+    for (key, bytes) in list(store, &sid).await? {
+        // A record the checker holds already is not taken again.
+        let _ = j.checker.recall_closed(&sid, &key, Some(&bytes));
+    }
+    Ok(())
+}
+
+/// Every closed record of `session_id` in the store, by key.
+pub(crate) async fn list<S: Store + ?Sized>(
+    store: &S,
+    session_id: &str,
+) -> Result<Vec<(ClosedKey, bytes::Bytes)>, EngineError> {
+    const PAGE: usize = 1024;
+    let prefix = prefix(session_id);
+    let mut after = prefix.clone();
+    let mut out = Vec::new();
+    loop {
+        let page = store
+            .list_side(SideSpace::Closed, Some(&after), PAGE)
+            .await?;
+        let full = page.len() == PAGE;
+        for (k, bytes) in page {
+            if k.as_str() <= after.as_str() {
+                return Err(
+                    StoreError::corrupt(Damage::CursorStalled, Some(session_id), None).into(),
+                );
+            }
+            let Some(rest) = k.strip_prefix(&prefix) else {
+                return Ok(out);
+            };
+            let mut chars = rest.chars();
+            let kind = match chars.next() {
+                Some('r') => ClosedKind::Run,
+                Some('t') => ClosedKind::ToolCall,
+                _ => {
+                    return Err(EngineError::CorruptRecord {
+                        space: "closed",
+                        key: k,
+                    })
+                }
+            };
+            let id = chars.as_str().to_owned();
+            after = k.clone();
+            out.push((ClosedKey { kind, id }, bytes));
+        }
+        if !full {
+            return Ok(out);
+        }
+    }
+}
+
+/// The store keys of every closed record of `session_id` (deleted with it).
+pub(crate) async fn keys<S: Store + ?Sized>(
+    store: &S,
+    session_id: &str,
+) -> Result<Vec<String>, EngineError> {
+    Ok(list(store, session_id)
+        .await?
+        .into_iter()
+        .map(|(k, _)| store_key(session_id, &k))
+        .collect())
+}
+
+/// A stored closed record that is not one.
+fn corrupt(session_id: &str, key: &ClosedKey) -> EngineError {
+    EngineError::CorruptRecord {
+        space: "closed",
+        key: store_key(session_id, key),
+    }
+}
