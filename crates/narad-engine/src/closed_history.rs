@@ -37,9 +37,42 @@ fn prefix(session_id: &str) -> String {
     crate::idempotency::session_prefix(session_id)
 }
 
+/// The layout of a stored closed record: this version byte, the head of
+/// the batch that wrote it (u64, big-endian), then the record as the
+/// checker handed it over.
+const VERSION: u8 = 1;
+
+/// A stored closed record, decoded.
+struct Stored<'a> {
+    /// The session head once the batch that wrote it was stored: the
+    /// record describes the session at or before it.
+    head: u64,
+    bytes: &'a [u8],
+}
+
+impl<'a> Stored<'a> {
+    fn encode(head: u64, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(9 + bytes.len());
+        out.push(VERSION);
+        out.extend_from_slice(&head.to_be_bytes());
+        out.extend_from_slice(bytes);
+        out
+    }
+
+    fn decode(b: &'a [u8]) -> Option<Self> {
+        let (&version, rest) = b.split_first()?;
+        let (head, bytes) = rest.split_first_chunk::<8>()?;
+        (version == VERSION).then(|| Self {
+            head: u64::from_be_bytes(*head),
+            bytes,
+        })
+    }
+}
+
 /// The side writes of up to [`PER_BATCH`] closed records `j`'s checker has
-/// not handed over yet: for the batch of a snapshot that leaves them out.
-pub(crate) fn take_writes(j: &mut Journal) -> Vec<SideWrite> {
+/// not handed over yet, for the batch of a snapshot that leaves them out
+/// and takes the session to `head`.
+pub(crate) fn take_writes(j: &mut Journal, head: u64) -> Vec<SideWrite> {
     let sid = j.session_id.clone();
     j.checker
         .take_closed(&sid, PER_BATCH)
@@ -48,9 +81,29 @@ pub(crate) fn take_writes(j: &mut Journal) -> Vec<SideWrite> {
             space: SideSpace::Closed,
             key: store_key(&sid, &r.key),
             expect: Expect::Any,
-            value: Some(r.bytes.into()),
+            value: Some(Stored::encode(head, &r.bytes).into()),
         })
         .collect()
+}
+
+/// Another writer moved the session past `j` (it stored a snapshot, and
+/// closed records with it, after the events `j` holds): `j` is reloaded,
+/// as after any head conflict.
+fn moved_past(j: &Journal, head: u64) -> EngineError {
+    EngineError::Store(StoreError::HeadConflict {
+        expected: j.head,
+        current: head,
+    })
+}
+
+/// The checker's bytes of a stored closed record of `j`'s session, if it
+/// describes the session at or before `j`'s head (see [`moved_past`]).
+fn usable<'a>(j: &Journal, key: &ClosedKey, value: &'a [u8]) -> Result<&'a [u8], EngineError> {
+    let stored = Stored::decode(value).ok_or_else(|| corrupt(&j.session_id, key))?;
+    if stored.head > j.head {
+        return Err(moved_past(j, stored.head));
+    }
+    Ok(stored.bytes)
 }
 
 /// What a command's plan read of closed history `j`'s checker does not
@@ -132,7 +185,8 @@ pub(crate) fn drafts_name(j: &Journal, drafts: &[Draft]) -> Vec<ClosedKey> {
 }
 
 /// Gives `j`'s checker the stored records of `keys` (`None` for one the
-/// store does not hold), one point read each.
+/// store does not hold), one point read each. A record written after
+/// `j`'s head is a [`StoreError::HeadConflict`]: `j` is stale.
 pub(crate) async fn recall<S: Store + ?Sized>(
     store: &S,
     j: &mut Journal,
@@ -140,10 +194,14 @@ pub(crate) async fn recall<S: Store + ?Sized>(
 ) -> Result<(), EngineError> {
     let sid = j.session_id.clone();
     for key in keys {
-        let stored = store.side(SideSpace::Closed, &store_key(&sid, key)).await?;
+        let value = store.side(SideSpace::Closed, &store_key(&sid, key)).await?;
+        let bytes = match &value {
+            Some(v) => Some(usable(j, key, v)?),
+            None => None,
+        };
         // Bytes that are not such a record are not taken: refused as
         // damaged rather than decided without them.
-        if !j.checker.recall_closed(&sid, key, stored.as_deref())
+        if !j.checker.recall_closed(&sid, key, bytes)
             && j.checker.closed_unknown(&sid, key.kind, &key.id)
         {
             return Err(corrupt(&sid, key));
@@ -178,9 +236,10 @@ pub(crate) async fn recall_all<S: Store + ?Sized>(
     if j.checker.holds_closed_history(&sid) {
         return Ok(());
     }
-    for (key, bytes) in list(store, &sid).await? {
+    for (key, value) in list(store, &sid).await? {
+        let bytes = usable(j, &key, &value)?;
         // A record the checker holds already is not taken again.
-        let _ = j.checker.recall_closed(&sid, &key, Some(&bytes));
+        let _ = j.checker.recall_closed(&sid, &key, Some(bytes));
     }
     Ok(())
 }

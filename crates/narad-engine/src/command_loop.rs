@@ -120,12 +120,15 @@ impl<S: Store + 'static> Engine<S> {
             // store plans again once it is given back.
             for _ in 0..MISSED_PLANS {
                 let store = &*self.inner.store;
-                match j.misses.take() {
-                    (_, true) => crate::closed_history::recall_all(store, j).await?,
+                let recalled = match j.misses.take() {
+                    (_, true) => crate::closed_history::recall_all(store, j).await,
                     (missed, false) if !missed.is_empty() => {
-                        crate::closed_history::recall(store, j, &missed).await?;
+                        crate::closed_history::recall(store, j, &missed).await
                     }
                     _ => break,
+                };
+                if let Err(e) = recalled {
+                    return self.reload_if_moved(&mut slot, e);
                 }
                 planned = span.in_scope(|| plan(j));
             }
@@ -230,7 +233,9 @@ impl<S: Store + 'static> Engine<S> {
             };
             let now = timestamp(self.inner.clock.now());
             let names = crate::closed_history::drafts_name(j, &drafts);
-            crate::closed_history::recall(&*self.inner.store, j, &names).await?;
+            if let Err(e) = crate::closed_history::recall(&*self.inner.store, j, &names).await {
+                return self.reload_if_moved(&mut slot, e);
+            }
             let own = match j.apply(drafts, &*self.inner.ids, &now) {
                 Ok(evs) => evs,
                 Err((e, dirty)) => {
@@ -267,7 +272,7 @@ impl<S: Store + 'static> Engine<S> {
                     Ok(q) => q,
                     Err(e) => {
                         *slot = None;
-                        return Err(e);
+                        return self.reload_if_moved(&mut slot, e);
                     }
                 };
                 side.extend(queue);
@@ -366,6 +371,27 @@ impl<S: Store + 'static> Engine<S> {
                 Err(e) => Err(e.into()),
             }
         })
+    }
+}
+
+impl<S: Store + 'static> Engine<S> {
+    /// `e`, unless it says another writer moved the session past the
+    /// cached journal (closed history it stored after the journal's head,
+    /// [`crate::closed_history`]): then the journal is dropped and the
+    /// command tries again on a fresh one.
+    pub(crate) fn reload_if_moved<T>(
+        &self,
+        slot: &mut Option<Journal>,
+        e: EngineError,
+    ) -> Result<Attempt<T>, EngineError> {
+        match e {
+            EngineError::Store(StoreError::HeadConflict { .. }) => {
+                *slot = None;
+                self.inner.counters.retries.fetch_add(1, Ordering::Relaxed);
+                Ok(Attempt::Again)
+            }
+            e => Err(e),
+        }
     }
 }
 

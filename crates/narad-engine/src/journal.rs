@@ -16,6 +16,10 @@ use crate::snapshot::{self, Chain, Reject};
 /// From this size on, a snapshot is restored on the blocking pool.
 const OFF_THREAD_BYTES: usize = 1 << 20;
 
+/// How often a hydrate starts again when another writer moved the session
+/// on while it replayed ([`Journal::hydrate_through`]).
+const HYDRATE_TRIES: usize = 4;
+
 /// From this many events on, a page of a replay is checked on the blocking
 /// pool.
 const OFF_THREAD_EVENTS: usize = 256;
@@ -293,7 +297,8 @@ impl Journal {
     pub async fn snapshot_write(self, pending: Vec<StoredEvent>) -> Option<(Self, Vec<SideWrite>)> {
         let (j, (closed, bytes)) = self
             .off_thread(move |j| {
-                let closed = crate::closed_history::take_writes(j);
+                let head = j.head + pending.len() as u64;
+                let closed = crate::closed_history::take_writes(j, head);
                 (closed, j.encode_snapshot(&pending))
             })
             .await?;
@@ -441,7 +446,30 @@ impl Journal {
 
     /// [`Self::hydrate`] up to `sessionSequence` `through` only (a past
     /// state): the snapshot is used when it does not pass that point.
+    /// Another writer that stores a snapshot while the journal's tail is
+    /// replayed can leave closed history the replay may not read
+    /// ([`crate::closed_history`]): the hydrate then starts again from the
+    /// newer snapshot.
     pub async fn hydrate_through<S: Store + ?Sized>(
+        store: &S,
+        session_id: &str,
+        meta: Meta,
+        through: u64,
+    ) -> Result<Self, EngineError> {
+        let mut tries = 0;
+        loop {
+            match Self::hydrate_once(store, session_id, meta.clone(), through).await {
+                Err(EngineError::Store(narad_store::StoreError::HeadConflict { .. }))
+                    if tries < HYDRATE_TRIES =>
+                {
+                    tries += 1;
+                }
+                out => return out,
+            }
+        }
+    }
+
+    async fn hydrate_once<S: Store + ?Sized>(
         store: &S,
         session_id: &str,
         meta: Meta,

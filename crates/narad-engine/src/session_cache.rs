@@ -193,7 +193,9 @@ impl<S: Store + 'static> Engine<S> {
                 return Ok(Attempt::Again);
             }
             // A read of the whole state reads closed history too.
-            crate::closed_history::recall_all(&*self.inner.store, j).await?;
+            if let Err(e) = crate::closed_history::recall_all(&*self.inner.store, j).await {
+                return self.reload_if_moved(&mut slot, e);
+            }
             if j.head < OFF_THREAD_HEAD {
                 return Ok(Attempt::Done(read(j)));
             }

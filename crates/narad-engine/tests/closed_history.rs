@@ -211,7 +211,80 @@ where
         .await
         .unwrap_err();
     assert_eq!(err.code(), "corrupt_record", "{err}");
+
+    // A record that says it was written past the session's head (as by
+    // another writer the journal has not seen) is never taken as history:
+    // the engine reloads, and gives up as contended when it stays so.
+    let (_, bytes) = e
+        .store()
+        .list_side(SideSpace::Closed, None, 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|(k, _)| k.ends_with(&format!("r{}", done[1].0)))
+        .unwrap();
+    let mut future = bytes.to_vec();
+    future[1..9].copy_from_slice(&(head + 100).to_be_bytes());
+    let key = format!("{}:{sid}/rghost", sid.len());
+    e.store()
+        .append(Batch {
+            session_id: sid.clone(),
+            expected_head: head,
+            side: vec![SideWrite {
+                space: SideSpace::Closed,
+                key,
+                expect: Expect::Any,
+                value: Some(future.into()),
+            }],
+            ..Batch::default()
+        })
+        .await
+        .unwrap();
+    let err = e
+        .start_run(&me(), &sid, StartRun::new().id("ghost"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "contended", "{err}");
     e.store().close().await.unwrap();
+}
+
+/// Two engines over one store: one restored from a snapshot while the
+/// other closes runs and stores a newer snapshot with their records. The
+/// first reloads rather than read closed history written past its head,
+/// and answers as a full replay does.
+async fn two_writers<S, F, Fut>(open: F)
+where
+    S: Store + 'static,
+    F: Fn() -> Fut,
+    Fut: Future<Output = S>,
+{
+    let a = snapshotting(open().await);
+    let sid = common::session(&a).await;
+    runs(&a, &sid, 5).await;
+    a.store().close().await.unwrap();
+    drop(a);
+    let a = snapshotting(open().await);
+    assert!(a.state_json(&me(), &sid).await.is_ok());
+    let b = snapshotting(open().await);
+    let later = runs(&b, &sid, 5).await;
+    b.write_snapshot(&me(), &sid).await.unwrap();
+    let err = a
+        .start_run(&me(), &sid, StartRun::new().id(later[2].0.as_str()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "run_already_started", "{err}");
+    let err = a
+        .finish_tool_call(&me(), &sid, &later[4].1, ToolOutcome::success(json!(2)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "tool_call_finished_twice", "{err}");
+    let replayed = common::assert_valid(&a, &sid)
+        .await
+        .state_json(&sid)
+        .unwrap();
+    assert_eq!(a.state_json(&me(), &sid).await.unwrap(), replayed);
+    a.store().close().await.unwrap();
+    b.store().close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -230,6 +303,8 @@ async fn on_sqlite() {
     scenario(|| async { narad_store_sqlite::SqliteStore::open(&path).await.unwrap() }).await;
     let path = dir.path().join("b.db");
     damaged(|| async { narad_store_sqlite::SqliteStore::open(&path).await.unwrap() }).await;
+    let path = dir.path().join("c.db");
+    two_writers(|| async { narad_store_sqlite::SqliteStore::open(&path).await.unwrap() }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -246,6 +321,13 @@ async fn on_postgres() {
     .await;
     let schema = format!("closed_damaged_{}", std::process::id());
     damaged(|| async {
+        narad_store_postgres::PostgresStore::open(&url, &schema)
+            .await
+            .unwrap()
+    })
+    .await;
+    let schema = format!("closed_writers_{}", std::process::id());
+    two_writers(|| async {
         narad_store_postgres::PostgresStore::open(&url, &schema)
             .await
             .unwrap()
