@@ -22,10 +22,15 @@ use serde_json::Value;
 use crate::error::EngineError;
 use crate::journal::{At, Draft, Journal};
 
-/// Closed records a snapshot's batch carries at most; the rest stay in
-/// the snapshot until a later one (a session restored from an earlier
-/// layout hands all its closed history over in steps).
+/// Closed records a command's snapshot batch carries at most; the rest
+/// stay in the snapshot until a later one (a session replayed in full, or
+/// restored from an earlier layout, hands its closed history over in
+/// steps). Between two snapshots a session closes far fewer.
 pub(crate) const PER_BATCH: usize = 4096;
+
+/// Closed records one batch of [`crate::Engine::write_snapshot`] carries
+/// at most: it stores snapshots until all are handed over.
+pub(crate) const PER_SNAPSHOT_CALL: usize = 65_536;
 
 /// The store key of `key`'s record in `session_id`.
 pub(crate) fn store_key(session_id: &str, key: &ClosedKey) -> String {
@@ -69,13 +74,13 @@ impl<'a> Stored<'a> {
     }
 }
 
-/// The side writes of up to [`PER_BATCH`] closed records `j`'s checker has
-/// not handed over yet, for the batch of a snapshot that leaves them out
-/// and takes the session to `head`.
-pub(crate) fn take_writes(j: &mut Journal, head: u64) -> Vec<SideWrite> {
+/// The side writes of up to `limit` closed records `j`'s checker has not
+/// handed over yet, for the batch of a snapshot that leaves them out and
+/// takes the session to `head`.
+pub(crate) fn take_writes(j: &mut Journal, head: u64, limit: usize) -> Vec<SideWrite> {
     let sid = j.session_id.clone();
     j.checker
-        .take_closed(&sid, PER_BATCH)
+        .take_closed(&sid, limit)
         .into_iter()
         .map(|r| SideWrite {
             space: SideSpace::Closed,

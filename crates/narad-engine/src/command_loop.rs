@@ -311,7 +311,10 @@ impl<S: Store + 'static> Engine<S> {
             let mut snapshot = j.snapshot_due(events.len(), every);
             if snapshot {
                 let encoded = match slot.take() {
-                    Some(j) => j.snapshot_write(events.clone()).await,
+                    Some(j) => {
+                        j.snapshot_write(events.clone(), crate::closed_history::PER_BATCH)
+                            .await
+                    }
                     None => None,
                 };
                 // Without it (the journal was lost with a panicked

@@ -261,7 +261,7 @@ impl<S: Store + 'static> Engine<S> {
         let snapshot = j.snapshot_due(batch.events.len(), self.inner.config.snapshot_every);
         if snapshot {
             let (back, write) = j
-                .snapshot_write(batch.events.clone())
+                .snapshot_write(batch.events.clone(), crate::closed_history::PER_BATCH)
                 .await
                 .ok_or_else(|| {
                     EngineError::Store(StoreError::Backend(

@@ -290,15 +290,20 @@ impl Journal {
     /// This journal's snapshot side record once `pending` are appended
     /// too ([`Journal::encode_snapshot`]), encoded on the blocking pool with
     /// the journal moved there and back, and the closed records it leaves
-    /// out ([`crate::closed_history`]): every write for the same batch.
+    /// out ([`crate::closed_history`], at most `closed` of them): every
+    /// write for the same batch.
     /// `None` when the journal was lost there (no encoding panics, or the
     /// runtime shut down). The checker has then handed those records over:
     /// if the batch is not stored, the journal must be dropped.
-    pub async fn snapshot_write(self, pending: Vec<StoredEvent>) -> Option<(Self, Vec<SideWrite>)> {
+    pub async fn snapshot_write(
+        self,
+        pending: Vec<StoredEvent>,
+        closed: usize,
+    ) -> Option<(Self, Vec<SideWrite>)> {
         let (j, (closed, bytes)) = self
             .off_thread(move |j| {
                 let head = j.head + pending.len() as u64;
-                let closed = crate::closed_history::take_writes(j, head);
+                let closed = crate::closed_history::take_writes(j, head, closed);
                 (closed, j.encode_snapshot(&pending))
             })
             .await?;

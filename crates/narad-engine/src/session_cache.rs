@@ -218,7 +218,10 @@ impl<S: Store + 'static> Engine<S> {
     }
 
     /// Writes a reducer snapshot of the session at its head now (guarded by
-    /// the head, so it never describes a journal it is not beside).
+    /// the head, so it never describes a journal it is not beside). Closed
+    /// history the snapshot leaves out is written with it; a session that
+    /// holds much of it (replayed in full) takes a few batches, each with
+    /// a snapshot that leaves out what is stored by then.
     pub async fn write_snapshot(
         &self,
         p: &Principal,
@@ -230,32 +233,37 @@ impl<S: Store + 'static> Engine<S> {
         if slot.is_none() {
             *slot = Some(self.hydrate(session_id).await?);
         }
-        let Some(j) = slot.take() else {
-            return Err(EngineError::UnknownSession {
+        loop {
+            let Some(j) = slot.take() else {
+                return Err(EngineError::UnknownSession {
+                    session_id: session_id.to_owned(),
+                });
+            };
+            let limit = crate::closed_history::PER_SNAPSHOT_CALL;
+            let Some((j, write)) = j.snapshot_write(Vec::new(), limit).await else {
+                return Err(EngineError::Store(narad_store::StoreError::Backend(
+                    "encoding the snapshot failed".into(),
+                )));
+            };
+            let head = j.head;
+            let j = slot.insert(j);
+            let batch = Batch {
                 session_id: session_id.to_owned(),
-            });
-        };
-        let Some((j, write)) = j.snapshot_write(Vec::new()).await else {
-            return Err(EngineError::Store(narad_store::StoreError::Backend(
-                "encoding the snapshot failed".into(),
-            )));
-        };
-        let head = j.head;
-        let j = slot.insert(j);
-        let batch = Batch {
-            session_id: session_id.to_owned(),
-            expected_head: head,
-            side: write,
-            ..Batch::default()
-        };
-        match self.append_resolving(batch).await {
-            Ok(_) => {
-                j.snapshotted(head);
-                Ok(head)
-            }
-            Err(e) => {
-                *slot = None;
-                Err(e.into())
+                expected_head: head,
+                side: write,
+                ..Batch::default()
+            };
+            match self.append_resolving(batch).await {
+                Ok(_) => {
+                    j.snapshotted(head);
+                    if !j.checker.has_closed_to_take(session_id) {
+                        return Ok(head);
+                    }
+                }
+                Err(e) => {
+                    *slot = None;
+                    return Err(e.into());
+                }
             }
         }
     }
