@@ -38,6 +38,7 @@ mod interrupts;
 mod journal;
 mod lifecycle;
 mod listing;
+mod meta;
 mod operator;
 mod outbox;
 mod queue;
