@@ -161,6 +161,7 @@ fn measure(corpus: &str, n: u64, restores: usize) {
         let again = write_it(&r);
         let rewrite = t.elapsed();
         assert_eq!(again.len(), shared.len());
+        let (transcript, closed) = parts(&shared);
         println!(
             "{kind:10} {corpus:8} {n:>8} events: {:>10} bytes ({:>5.1} B/event); write {:>7.1} ms; restore {:>7.1} ms (in place {:>7.1} ms); write again after a restore {:>7.1} ms",
             shared.len(),
@@ -170,5 +171,28 @@ fn measure(corpus: &str, n: u64, restores: usize) {
             best_shared.as_secs_f64() * 1e3,
             rewrite.as_secs_f64() * 1e3,
         );
+        println!(
+            "{kind:10} {corpus:8} {n:>8} events: without the transcript {:>10} bytes, of which closed-run and tool-call arenas {closed}",
+            shared.len() - transcript,
+        );
     }
+}
+
+/// The bytes of a one-session snapshot's transcript parts (messages and
+/// reasoning) and of its closed-history arenas, read from the layout
+/// `checker/snapshot.rs` documents: magic and format, the JSON part, then
+/// per session the dedup set, the closed runs and tool calls, the messages
+/// and the reasoning, each part a u64 LE length and its bytes.
+fn parts(snap: &[u8]) -> (usize, usize) {
+    let mut at = 12;
+    let mut part = || {
+        let n = u64::from_le_bytes(snap[at..at + 8].try_into().unwrap()) as usize;
+        at += 8 + n;
+        n
+    };
+    let _json = part();
+    let _seen = part();
+    let closed = part() + part();
+    let transcript = part() + part();
+    (transcript, closed)
 }

@@ -13,7 +13,9 @@
 //!   events hold about 95k messages and 48k reasoning streams.
 //!
 //! Each session is written straight to the store in batches; then a fresh
-//! engine replays it in full, writes a snapshot, and another fresh engine
+//! engine replays it in full, writes a snapshot (handing its closed runs
+//! and tool calls to the store as side records: their count and the time
+//! are printed), and another fresh engine
 //! hydrates from that snapshot, five times (a fresh engine each time; the
 //! median and the fastest are printed, then every time in order). Figures
 //! only; nothing is asserted.
@@ -159,7 +161,24 @@ async fn one_size(dir: &Path, corpus: Corpus, n: u64) {
     let caps = full.capabilities(&me, &sid).await.unwrap();
     let replay = t.elapsed().as_secs_f64();
     assert_eq!(caps.session_sequence, head);
+    let t = Instant::now();
     full.write_snapshot(&me, &sid).await.unwrap();
+    let write = t.elapsed().as_secs_f64();
+    // The closed runs and tool calls the snapshot left to the store.
+    let (mut closed, mut closed_bytes, mut after) = (0usize, 0usize, None::<String>);
+    loop {
+        let page = full
+            .store()
+            .list_side(SideSpace::Closed, after.as_deref(), 10_000)
+            .await
+            .unwrap();
+        closed += page.len();
+        closed_bytes += page.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+        match page.last() {
+            Some((k, _)) if page.len() == 10_000 => after = Some(k.clone()),
+            _ => break,
+        }
+    }
     let size = full
         .store()
         .side(SideSpace::Snapshot, &sid)
@@ -207,6 +226,10 @@ async fn one_size(dir: &Path, corpus: Corpus, n: u64) {
     println!(
         "        each cold hydrate, ms, in order: {}",
         each.join(" ")
+    );
+    println!(
+        "        write_snapshot after the full replay {:.1} ms; closed records in the store: {closed} ({closed_bytes} bytes with their keys)",
+        write * 1e3
     );
 }
 
