@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use narad_core::checker::{ClosedKey, ClosedKind};
-use narad_store::{Damage, Expect, SideSpace, SideWrite, Store, StoreError};
+use narad_store::{Expect, SideSpace, SideWrite, Store, StoreError};
 use serde_json::Value;
 
 use crate::error::EngineError;
@@ -39,7 +39,7 @@ pub(crate) fn store_key(session_id: &str, key: &ClosedKey) -> String {
 
 /// The prefix every closed record of `session_id` starts with.
 fn prefix(session_id: &str) -> String {
-    crate::idempotency::session_prefix(session_id)
+    crate::session_side::session_prefix(session_id)
 }
 
 /// The layout of a stored closed record: this version byte, the head of
@@ -254,24 +254,12 @@ pub(crate) async fn list<S: Store + ?Sized>(
     store: &S,
     session_id: &str,
 ) -> Result<Vec<(ClosedKey, bytes::Bytes)>, EngineError> {
-    const PAGE: usize = 1024;
     let prefix = prefix(session_id);
-    let mut after = prefix.clone();
-    let mut out = Vec::new();
-    loop {
-        let page = store
-            .list_side(SideSpace::Closed, Some(&after), PAGE)
-            .await?;
-        let full = page.len() == PAGE;
-        for (k, bytes) in page {
-            if k.as_str() <= after.as_str() {
-                return Err(
-                    StoreError::corrupt(Damage::CursorStalled, Some(session_id), None).into(),
-                );
-            }
-            let Some(rest) = k.strip_prefix(&prefix) else {
-                return Ok(out);
-            };
+    let records = crate::session_side::records(store, SideSpace::Closed, session_id).await?;
+    records
+        .into_iter()
+        .map(|(k, bytes)| {
+            let rest = k.get(prefix.len()..).unwrap_or_default();
             let mut chars = rest.chars();
             let kind = match chars.next() {
                 Some('r') => ClosedKind::Run,
@@ -279,18 +267,14 @@ pub(crate) async fn list<S: Store + ?Sized>(
                 _ => {
                     return Err(EngineError::CorruptRecord {
                         space: "closed",
-                        key: k,
+                        key: k.clone(),
                     })
                 }
             };
             let id = chars.as_str().to_owned();
-            after = k.clone();
-            out.push((ClosedKey { kind, id }, bytes));
-        }
-        if !full {
-            return Ok(out);
-        }
-    }
+            Ok((ClosedKey { kind, id }, bytes))
+        })
+        .collect()
 }
 
 /// The store keys of every closed record of `session_id` (deleted with it).

@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::host::Principal;
+use crate::session_side::session_prefix;
 
 /// The longest key a caller may give, in bytes.
 pub(crate) const MAX_KEY: usize = 256;
@@ -89,11 +90,6 @@ impl Keyed {
     pub fn create_key(&self) -> String {
         create_key(&self.key)
     }
-}
-
-/// The prefix every key record of `session_id` starts with.
-pub(crate) fn session_prefix(session_id: &str) -> String {
-    format!("{}:{session_id}/", session_id.len())
 }
 
 /// The store key of a `create_session` key.
@@ -223,33 +219,9 @@ impl<S: Store + 'static> Engine<S> {
 
     /// Every key record of `session_id` (for deleting it).
     pub(crate) async fn key_records(&self, session_id: &str) -> Result<Vec<String>, EngineError> {
-        const PAGE: usize = 256;
-        let prefix = session_prefix(session_id);
-        let mut after = prefix.clone();
-        let mut out = Vec::new();
-        loop {
-            let page = self
-                .inner
-                .store
-                .list_side(SideSpace::Idempotency, Some(&after), PAGE)
-                .await?;
-            let full = page.len() == PAGE;
-            for (k, _) in page {
-                if k.as_str() <= after.as_str() {
-                    return Err(
-                        StoreError::corrupt(Damage::CursorStalled, Some(session_id), None).into(),
-                    );
-                }
-                if !k.starts_with(&prefix) {
-                    return Ok(out);
-                }
-                after = k.clone();
-                out.push(k);
-            }
-            if !full {
-                return Ok(out);
-            }
-        }
+        let store = &*self.inner.store;
+        let records = crate::session_side::records(store, SideSpace::Idempotency, session_id);
+        Ok(records.await?.into_iter().map(|(k, _)| k).collect())
     }
 }
 

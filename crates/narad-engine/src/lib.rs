@@ -47,6 +47,7 @@ mod retention;
 mod run_commands;
 mod session_cache;
 mod session_commands;
+mod session_side;
 mod snapshot;
 mod stop;
 mod stream;

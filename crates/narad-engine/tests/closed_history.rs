@@ -9,29 +9,26 @@
 mod common;
 
 use std::future::Future;
-use std::sync::Arc;
 
 use common::{finished, me};
 use narad_core::checker::Checker;
-use narad_engine::{
-    AllowAll, Engine, EngineConfig, ManualClock, RandomIds, StartRun, StopTarget, ToolOutcome,
-};
+use narad_engine::{Engine, EngineConfig, StartRun, StopTarget, ToolOutcome};
 use narad_store::{Batch, Expect, SideSpace, SideWrite, Store};
 use serde_json::json;
 
-/// An engine over `store` writing a reducer snapshot every 10 events, on
-/// random ids (a restarted engine must not reuse an earlier one's).
+/// An engine over `store` writing a reducer snapshot every 10 events.
 fn snapshotting<S: Store + 'static>(store: S) -> Engine<S> {
-    Engine::with_host(
-        store,
-        Arc::new(ManualClock::at_unix(1_780_000_000)),
-        Arc::new(RandomIds),
-        Arc::new(AllowAll),
-        EngineConfig {
-            snapshot_every: 10,
-            ..Default::default()
-        },
-    )
+    let config = EngineConfig {
+        snapshot_every: 10,
+        ..Default::default()
+    };
+    common::configured(store, config)
+}
+
+async fn postgres(url: &str, schema: &str) -> narad_store_postgres::PostgresStore {
+    narad_store_postgres::PostgresStore::open(url, schema)
+        .await
+        .unwrap()
 }
 
 /// `n` runs of `sid`, each with a finished tool call; their ids.
@@ -169,6 +166,33 @@ where
     e.store().close().await.unwrap();
 }
 
+/// The stored closed record of run `run`: its key and value.
+async fn closed_of<S: Store>(store: &S, run: &str) -> (String, bytes::Bytes) {
+    let all = store
+        .list_side(SideSpace::Closed, None, 1000)
+        .await
+        .unwrap();
+    let suffix = format!("r{run}");
+    all.into_iter().find(|(k, _)| k.ends_with(&suffix)).unwrap()
+}
+
+/// Writes a closed record of session `sid` straight to the store.
+async fn put<S: Store>(store: &S, sid: &str, key: String, value: Vec<u8>) {
+    let write = SideWrite {
+        space: SideSpace::Closed,
+        key,
+        expect: Expect::Any,
+        value: Some(value.into()),
+    };
+    let batch = Batch {
+        session_id: sid.to_owned(),
+        expected_head: store.head(sid).await.unwrap(),
+        side: vec![write],
+        ..Batch::default()
+    };
+    store.append(batch).await.unwrap();
+}
+
 /// A closed record that is not one is reported as damaged, never decided
 /// without.
 async fn damaged<S, F, Fut>(open: F)
@@ -180,29 +204,8 @@ where
     let e = snapshotting(open().await);
     let sid = common::session(&e).await;
     let done = runs(&e, &sid, 10).await;
-    let (key, _) = e
-        .store()
-        .list_side(SideSpace::Closed, None, 1000)
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|(k, _)| k.ends_with(&format!("r{}", done[0].0)))
-        .unwrap();
-    let head = e.store().head(&sid).await.unwrap();
-    e.store()
-        .append(Batch {
-            session_id: sid.clone(),
-            expected_head: head,
-            side: vec![SideWrite {
-                space: SideSpace::Closed,
-                key,
-                expect: Expect::Any,
-                value: Some(vec![0xff, 0xfe].into()),
-            }],
-            ..Batch::default()
-        })
-        .await
-        .unwrap();
+    let (key, _) = closed_of(e.store(), &done[0].0).await;
+    put(e.store(), &sid, key, vec![0xff, 0xfe]).await;
     e.store().close().await.unwrap();
     drop(e);
     let e = snapshotting(open().await);
@@ -215,31 +218,17 @@ where
     // A record that says it was written past the session's head (as by
     // another writer the journal has not seen) is never taken as history:
     // the engine reloads, and gives up as contended when it stays so.
-    let (_, bytes) = e
-        .store()
-        .list_side(SideSpace::Closed, None, 1000)
-        .await
-        .unwrap()
-        .into_iter()
-        .find(|(k, _)| k.ends_with(&format!("r{}", done[1].0)))
-        .unwrap();
+    let (_, bytes) = closed_of(e.store(), &done[1].0).await;
     let mut future = bytes.to_vec();
+    let head = e.store().head(&sid).await.unwrap();
     future[1..9].copy_from_slice(&(head + 100).to_be_bytes());
-    let key = format!("{}:{sid}/rghost", sid.len());
-    e.store()
-        .append(Batch {
-            session_id: sid.clone(),
-            expected_head: head,
-            side: vec![SideWrite {
-                space: SideSpace::Closed,
-                key,
-                expect: Expect::Any,
-                value: Some(future.into()),
-            }],
-            ..Batch::default()
-        })
-        .await
-        .unwrap();
+    put(
+        e.store(),
+        &sid,
+        format!("{}:{sid}/rghost", sid.len()),
+        future,
+    )
+    .await;
     let err = e
         .start_run(&me(), &sid, StartRun::new().id("ghost"))
         .await
@@ -312,25 +301,11 @@ async fn on_postgres() {
     let Some(url) = common::postgres_url() else {
         return;
     };
-    let schema = format!("closed_history_{}", std::process::id());
-    scenario(|| async {
-        narad_store_postgres::PostgresStore::open(&url, &schema)
-            .await
-            .unwrap()
-    })
-    .await;
-    let schema = format!("closed_damaged_{}", std::process::id());
-    damaged(|| async {
-        narad_store_postgres::PostgresStore::open(&url, &schema)
-            .await
-            .unwrap()
-    })
-    .await;
-    let schema = format!("closed_writers_{}", std::process::id());
-    two_writers(|| async {
-        narad_store_postgres::PostgresStore::open(&url, &schema)
-            .await
-            .unwrap()
-    })
-    .await;
+    let pid = std::process::id();
+    let schema = format!("closed_history_{pid}");
+    scenario(|| postgres(&url, &schema)).await;
+    let schema = format!("closed_damaged_{pid}");
+    damaged(|| postgres(&url, &schema)).await;
+    let schema = format!("closed_writers_{pid}");
+    two_writers(|| postgres(&url, &schema)).await;
 }

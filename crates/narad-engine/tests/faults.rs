@@ -13,14 +13,12 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::me;
 use narad_core::checker::Checker;
 use narad_engine::{
-    AllowAll, Engine, EngineConfig, Interrupt, ManualClock, NewSession, RandomIds, Resolve,
-    StartRun, Started, Terminal, ToolOutcome,
+    Engine, EngineConfig, Interrupt, NewSession, Resolve, StartRun, Started, Terminal, ToolOutcome,
 };
 use narad_store::fault::{Fault, FaultStore, Method, Rule};
 use narad_store::Store;
@@ -143,16 +141,11 @@ fn path(dir: &Path, backend: Backend) -> PathBuf {
 
 async fn engine(backend: Backend, dir: &Path, snapshot_every: u64) -> Engine<Faulty> {
     let store = FaultStore::new(Boxed(open(backend, &path(dir, backend)).await));
-    Engine::with_host(
-        store,
-        Arc::new(ManualClock::at_unix(1_780_000_000)),
-        Arc::new(RandomIds),
-        Arc::new(AllowAll),
-        EngineConfig {
-            snapshot_every,
-            ..EngineConfig::default()
-        },
-    )
+    let config = EngineConfig {
+        snapshot_every,
+        ..EngineConfig::default()
+    };
+    common::configured(store, config)
 }
 
 /// What the caller was told: every acknowledged fact, by its id.

@@ -8,15 +8,13 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use common::{assert_valid, me};
 use narad_engine::client::Finished;
 use narad_engine::{
-    AllowAll, Engine, EngineConfig, Interrupt, ManualClock, NewSession, RandomIds, Resolve,
-    StartRun, Started, Terminal,
+    Engine, EngineConfig, Interrupt, NewSession, Resolve, StartRun, Started, Terminal,
 };
 use narad_store::migrate::{compare, copy_all, MigrateError};
 use narad_store::{Batch, Expect, SideSpace, SideWrite, Store};
@@ -36,13 +34,7 @@ fn config() -> EngineConfig {
 }
 
 fn engine_on<S: Store + 'static>(store: S) -> Engine<S> {
-    Engine::with_host(
-        store,
-        Arc::new(ManualClock::at_unix(1_780_000_000)),
-        Arc::new(RandomIds),
-        Arc::new(AllowAll),
-        config(),
-    )
+    common::configured(store, config())
 }
 
 fn started(s: Started) -> String {

@@ -33,6 +33,18 @@ pub fn fixed_host<S: Store + 'static>(store: S, auth: Arc<dyn Authorizer>) -> En
     )
 }
 
+/// An engine over `store` on the tests' fixed clock, random ids (a
+/// restarted engine must not reuse an earlier one's) and `config`.
+pub fn configured<S: Store + 'static>(store: S, config: EngineConfig) -> Engine<S> {
+    Engine::with_host(
+        store,
+        Arc::new(ManualClock::at_unix(1_780_000_000)),
+        Arc::new(narad_engine::RandomIds),
+        Arc::new(AllowAll),
+        config,
+    )
+}
+
 /// An engine whose clock the test moves.
 pub async fn engine_with_clock(dir: &Path) -> (Engine<RedbStore>, Arc<ManualClock>) {
     let store = RedbStore::open(dir.join("engine.redb")).await.unwrap();
