@@ -74,7 +74,20 @@ fn runs(i: usize, count: u64, types: &[&str]) -> Vec<Vec<u8>> {
 
 /// Live heap bytes per session once `n` sessions built by `journal` are in.
 fn per_session(n: usize, journal: impl Fn(usize) -> Vec<Vec<u8>>) -> f64 {
+    per_session_of(Checker::default(), n, journal)
+}
+
+/// [`per_session`] of a checker that leaves closed history to the store
+/// (the engine's), its closed records taken after each session as the
+/// engine's next snapshot would.
+fn per_session_leaving(n: usize, journal: impl Fn(usize) -> Vec<Vec<u8>>) -> f64 {
     let mut checker = Checker::default();
+    checker.leave_closed_to_store();
+    per_session_of(checker, n, journal)
+}
+
+fn per_session_of(mut checker: Checker, n: usize, journal: impl Fn(usize) -> Vec<Vec<u8>>) -> f64 {
+    let leaving = checker.leaves_closed_to_store();
     // Warm-up: the first session allocates the map roots.
     for bytes in journal(usize::MAX) {
         checker.push_bytes(&bytes).unwrap();
@@ -83,6 +96,9 @@ fn per_session(n: usize, journal: impl Fn(usize) -> Vec<Vec<u8>>) -> f64 {
     for i in 0..n {
         for bytes in journal(i) {
             checker.push_bytes(&bytes).unwrap();
+        }
+        if leaving {
+            drop(checker.take_closed(&uuid(0, i, 0), usize::MAX));
         }
     }
     let stats = region.change();
@@ -155,12 +171,16 @@ fn a_finished_session_costs_at_most_one_kib() {
     let with_tool = per_session(n, |i| runs(i, 1, &TOOL_RUN));
     let with_interrupt = per_session(n, |i| runs(i, 1, &INTERRUPT_RUN));
     let bench = per_session(n / 10, |i| runs(i, 10, &BENCH_RUN));
+    let leaving_event = per_session_leaving(n, |i| vec![event(i, 1, "session.custom", 0, 0)]);
+    let leaving_tool = per_session_leaving(n, |i| runs(i, 1, &TOOL_RUN));
     let bench_ids = per_session(n / 10, bench_session);
     println!("checker state per finished session, {n} sessions, 36-character ids:");
     println!("  one session.custom event            {one_event:>8.0} bytes");
     println!("  run.started + run.finished          {finished_run:>8.0} bytes");
     println!("  ... with one finished tool call     {with_tool:>8.0} bytes");
     println!("  ... with one resolved interrupt     {with_interrupt:>8.0} bytes");
+    println!("  one event, closed history to store  {leaving_event:>8.0} bytes");
+    println!("  a tool-call run, handed to store    {leaving_tool:>8.0} bytes");
     println!(
         "  ten runs of eight events (80)       {bench:>8.0} bytes ({:.0} per event)",
         bench / 80.0
@@ -180,6 +200,8 @@ fn a_finished_session_costs_at_most_one_kib() {
         ("finished-run", finished_run),
         ("tool-call", with_tool),
         ("interrupt", with_interrupt),
+        ("one-event (closed history to the store)", leaving_event),
+        ("tool-call (closed history to the store)", leaving_tool),
     ] {
         assert!(bytes <= BOUND, "{bytes} bytes per {what} session");
     }

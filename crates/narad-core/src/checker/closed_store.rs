@@ -213,8 +213,24 @@ impl Checker {
     /// ```
     pub fn leave_closed_to_store(&mut self) {
         self.closed_to_store = true;
-        for s in self.sessions.values_mut() {
-            s.leave_closed();
+        let ids: Vec<Box<str>> = self.sessions.keys().cloned().collect();
+        for id in ids {
+            self.start_leaving(&id);
+        }
+    }
+
+    /// Once a session of a checker that leaves closed history to the
+    /// store first holds some, everything closed so far is to be handed
+    /// over (later changes are noted as they happen). A session with none
+    /// carries nothing for it.
+    pub(super) fn start_leaving(&mut self, session_id: &str) {
+        if !self.closed_to_store {
+            return;
+        }
+        if let Some(s) = self.sessions.get_mut(session_id) {
+            if s.leaving.is_none() && s.closed.is_some() {
+                s.leave_closed();
+            }
         }
     }
 
@@ -242,6 +258,10 @@ impl Checker {
                 Some(k) => keys.push(k),
                 None => break,
             }
+        }
+        if l.dirty.is_empty() {
+            // An emptied B-tree keeps its root node; a new one holds none.
+            l.dirty = BTreeSet::new();
         }
         keys.into_iter()
             .filter_map(|key| {

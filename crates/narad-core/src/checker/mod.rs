@@ -629,9 +629,6 @@ impl Checker {
         }
         if result == Ok(Applied::Applied) && !self.full_history {
             if let Some(s) = self.sessions.get_mut(env.session_id.as_str()) {
-                if self.closed_to_store && s.leaving.is_none() {
-                    s.leave_closed();
-                }
                 let tool = match &ev.payload {
                     AuthorityPayload::ToolCallFinished { tool_call_id, .. } => {
                         Some(tool_call_id.as_str())
@@ -639,6 +636,7 @@ impl Checker {
                     _ => None,
                 };
                 s.retire(env.run_id.as_deref(), tool, env.root_run_id.as_deref());
+                self.start_leaving(env.session_id.as_str());
             }
         }
         result
@@ -653,10 +651,8 @@ impl Checker {
         let s = session_mut!(self.sessions, env.session_id.as_str());
         let result = s.ignored(env, fingerprint(&ev.wire));
         if result.is_ok() && !self.full_history {
-            if self.closed_to_store && s.leaving.is_none() {
-                s.leave_closed();
-            }
             s.retire(None, None, env.root_run_id.as_deref());
+            self.start_leaving(env.session_id.as_str());
         }
         if result.is_err() && is_new_session {
             self.sessions.remove(env.session_id.as_str());

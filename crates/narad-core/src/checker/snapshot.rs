@@ -396,7 +396,7 @@ fn read(
         s.trim();
         s.pack_closed_graphs();
         s.retire_all();
-        if snap.closed_to_store {
+        if snap.closed_to_store && s.closed.is_some() {
             // Its arenas hold only what was not handed over yet.
             s.leave_closed();
         }
