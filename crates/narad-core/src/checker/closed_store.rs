@@ -502,18 +502,18 @@ mod tests {
     fn a_restored_checker_decides_with_its_store_as_one_that_never_forgot() {
         let (c, store) = history();
         let snap = c.snapshot_for_store();
-        let mut restored = Checker::restore(Validator::default(), &snap).unwrap();
+        let restore = || Checker::restore(Validator::default(), &snap).unwrap();
+        let mut restored = restore();
         assert!(!restored.holds_closed_history("s"));
         assert!(restored.has_runs("s"));
         let mut never = c.clone();
         for b in next() {
             let want = format!("{:?}", never.push_bytes(&b));
-            assert_eq!(
-                push(&mut restored, &store, &b),
-                want,
-                "{}",
-                String::from_utf8_lossy(&b)
-            );
+            let shown = String::from_utf8_lossy(&b).into_owned();
+            assert_eq!(push(&mut restored, &store, &b), want, "{shown}");
+            // Each record alone, on a checker that recalled nothing yet.
+            let alone = format!("{:?}", c.clone().push_bytes(&b));
+            assert_eq!(push(&mut restore(), &store, &b), alone, "{shown}");
         }
         assert_eq!(restored.records_seen(), never.records_seen());
     }
