@@ -107,16 +107,11 @@ impl Session {
         if self.closed_before() == 0 {
             return false;
         }
-        let (open, closed) = match kind {
-            ClosedKind::Run => (
-                self.w().runs.contains_key(id),
-                self.closed().and_then(|c| c.runs.get(id)).is_some(),
-            ),
-            ClosedKind::ToolCall => (
-                self.w().tools.contains_key(id),
-                self.closed().and_then(|c| c.tools.get(id)).is_some(),
-            ),
+        let open = match kind {
+            ClosedKind::Run => self.w().runs.contains_key(id),
+            ClosedKind::ToolCall => self.w().tools.contains_key(id),
         };
+        let closed = self.closed_bytes(kind, id).is_some();
         let key = || ClosedKey {
             kind,
             id: id.to_owned(),
@@ -213,24 +208,8 @@ impl Checker {
     /// ```
     pub fn leave_closed_to_store(&mut self) {
         self.closed_to_store = true;
-        let ids: Vec<Box<str>> = self.sessions.keys().cloned().collect();
-        for id in ids {
-            self.start_leaving(&id);
-        }
-    }
-
-    /// Once a session of a checker that leaves closed history to the
-    /// store first holds some, everything closed so far is to be handed
-    /// over (later changes are noted as they happen). A session with none
-    /// carries nothing for it.
-    pub(super) fn start_leaving(&mut self, session_id: &str) {
-        if !self.closed_to_store {
-            return;
-        }
-        if let Some(s) = self.sessions.get_mut(session_id) {
-            if s.leaving.is_none() && s.closed.is_some() {
-                s.leave_closed();
-            }
+        for s in self.sessions.values_mut() {
+            s.start_leaving();
         }
     }
 
@@ -265,7 +244,7 @@ impl Checker {
         }
         keys.into_iter()
             .filter_map(|key| {
-                let bytes = s.closed_bytes(&key)?.to_vec();
+                let bytes = s.closed_bytes(key.kind, &key.id)?.to_vec();
                 Some(ClosedRecord { key, bytes })
             })
             .collect()
@@ -354,6 +333,16 @@ impl Checker {
 }
 
 impl Session {
+    /// Once a session of a checker that leaves closed history to the
+    /// store first holds some, everything closed so far is to be handed
+    /// over (later changes are noted as they happen). A session with none
+    /// carries nothing for it.
+    pub(super) fn start_leaving(&mut self) {
+        if self.leaving.is_none() && self.closed.is_some() {
+            self.leave_closed();
+        }
+    }
+
     /// See [`Leaving::before`] (0 when the session holds all).
     pub(super) fn closed_before(&self) -> u64 {
         self.leaving.as_ref().map_or(0, |l| l.before)
@@ -382,12 +371,12 @@ impl Session {
         l.dirty.extend(dirty);
     }
 
-    /// The held closed record of `key`, as handed to the store.
-    pub(super) fn closed_bytes(&self, key: &ClosedKey) -> Option<&[u8]> {
+    /// The held closed record of `id`, as handed to the store.
+    pub(super) fn closed_bytes(&self, kind: ClosedKind, id: &str) -> Option<&[u8]> {
         let c = self.closed()?;
-        match key.kind {
-            ClosedKind::Run => c.runs.get(&key.id),
-            ClosedKind::ToolCall => c.tools.get(&key.id),
+        match kind {
+            ClosedKind::Run => c.runs.get(id),
+            ClosedKind::ToolCall => c.tools.get(id),
         }
     }
 

@@ -636,7 +636,9 @@ impl Checker {
                     _ => None,
                 };
                 s.retire(env.run_id.as_deref(), tool, env.root_run_id.as_deref());
-                self.start_leaving(env.session_id.as_str());
+                if self.closed_to_store {
+                    s.start_leaving();
+                }
             }
         }
         result
@@ -652,7 +654,9 @@ impl Checker {
         let result = s.ignored(env, fingerprint(&ev.wire));
         if result.is_ok() && !self.full_history {
             s.retire(None, None, env.root_run_id.as_deref());
-            self.start_leaving(env.session_id.as_str());
+            if self.closed_to_store {
+                s.start_leaving();
+            }
         }
         if result.is_err() && is_new_session {
             self.sessions.remove(env.session_id.as_str());

@@ -215,7 +215,7 @@ fn not_handed_over(s: &Session) -> Closed {
     use super::closed_store::ClosedKind;
     let mut kept = Closed::default();
     for key in s.closed_to_hand_over() {
-        if let Some(b) = s.closed_bytes(key) {
+        if let Some(b) = s.closed_bytes(key.kind, &key.id) {
             match key.kind {
                 ClosedKind::Run => kept.runs.insert(&key.id, b),
                 ClosedKind::ToolCall => kept.tools.insert(&key.id, b),
