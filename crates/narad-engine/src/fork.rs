@@ -62,25 +62,9 @@ impl<S: Store + 'static> Engine<S> {
                 "a state is after 1 or more events; sequence 0 is before the session".into(),
             ));
         }
-        // The state reads closed history too: the records the store holds
-        // are as of its snapshot, which the hydrate used only when it is at
-        // or before `sequence` (the events since were replayed). One stored
-        // by another writer meanwhile is refused (a head conflict), and the
-        // state is read again.
+        // The state reads closed history too.
         let store = &*self.inner.store;
-        let mut tries = 0;
-        let j = loop {
-            let mut j = Journal::hydrate_through(store, session_id, meta.clone(), sequence).await?;
-            match crate::closed_history::recall_all(store, &mut j).await {
-                Ok(()) => break j,
-                Err(EngineError::Store(narad_store::StoreError::HeadConflict { .. }))
-                    if tries < 4 =>
-                {
-                    tries += 1;
-                }
-                Err(e) => return Err(e),
-            }
-        };
+        let j = Journal::hydrate_whole_through(store, session_id, meta, sequence).await?;
         if j.head != sequence {
             return Err(EngineError::InvalidCommand(format!(
                 "the session has {} events, not {sequence}",

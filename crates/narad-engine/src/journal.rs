@@ -357,9 +357,40 @@ impl Journal {
         meta: Meta,
         through: u64,
     ) -> Result<Self, EngineError> {
+        Self::hydrating(store, session_id, meta, through, false).await
+    }
+
+    /// [`Self::hydrate_through`] whose checker also holds every closed
+    /// record the store keeps ([`crate::closed_history::recall_all`]), for
+    /// a whole past state. Those records are as of the stored snapshot,
+    /// which the hydrate used only when it is at or before `through` (the
+    /// events since were replayed); one another writer stored meanwhile is
+    /// a head conflict, and the hydrate starts again.
+    pub async fn hydrate_whole_through<S: Store + ?Sized>(
+        store: &S,
+        session_id: &str,
+        meta: Meta,
+        through: u64,
+    ) -> Result<Self, EngineError> {
+        Self::hydrating(store, session_id, meta, through, true).await
+    }
+
+    async fn hydrating<S: Store + ?Sized>(
+        store: &S,
+        session_id: &str,
+        meta: Meta,
+        through: u64,
+        whole: bool,
+    ) -> Result<Self, EngineError> {
         let mut tries = 0;
         loop {
-            match Self::hydrate_once(store, session_id, meta.clone(), through).await {
+            let out = match Self::hydrate_once(store, session_id, meta.clone(), through).await {
+                Ok(mut j) if whole => crate::closed_history::recall_all(store, &mut j)
+                    .await
+                    .map(|()| j),
+                out => out,
+            };
+            match out {
                 Err(EngineError::Store(narad_store::StoreError::HeadConflict { .. }))
                     if tries < HYDRATE_TRIES =>
                 {
