@@ -180,7 +180,7 @@ fn measure(corpus: &str, n: u64, restores: usize) {
 
 /// The bytes of a one-session snapshot's transcript parts (messages and
 /// reasoning) and of its closed-history arenas, read from the layout
-/// `checker/snapshot.rs` documents: magic and format, the JSON part, then
+/// `checker/snapshot/mod.rs` documents: magic and format, the JSON part, then
 /// per session the dedup set, the closed runs and tool calls, the messages
 /// and the reasoning, each part a u64 LE length and its bytes.
 fn parts(snap: &[u8]) -> (usize, usize) {

@@ -477,7 +477,7 @@ impl Checker {
     /// runs and tool calls are written as the packed arenas the checker
     /// holds them in and dedup sets as fixed-size entries, so the bytes and
     /// the cost of a restore follow open work more than history (layout in
-    /// `checker/snapshot.rs`). Not a wire format: it is versioned and may
+    /// `checker/snapshot/mod.rs`). Not a wire format: it is versioned and may
     /// change between releases.
     pub fn snapshot(&self) -> Vec<u8> {
         snapshot::write(self, snapshot::EventIds::Kept)
