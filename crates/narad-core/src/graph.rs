@@ -261,7 +261,7 @@ impl RunGraph {
     }
     /// The root node id, `run:{rootRunId}`.
     pub fn root_node_id(&self) -> String {
-        format!("run:{}", self.root_run_id)
+        joined(&["run:", &self.root_run_id])
     }
     /// Current revision (0 before the root started).
     pub fn revision(&self) -> u64 {
@@ -332,7 +332,7 @@ impl RunGraph {
         // Built on first use: most events (progress, deltas, custom) change
         // no node, and need no id.
         let node_id = std::cell::OnceCell::new();
-        let run_node = || node_id.get_or_init(|| format!("run:{run}")).as_str();
+        let run_node = || node_id.get_or_init(|| joined(&["run:", run])).as_str();
         let started = self.revision > 0;
         if !started && !matches!(ev.payload, AuthorityPayload::RunStarted { .. }) {
             return Err(GraphError::RootNotStarted);
@@ -354,7 +354,7 @@ impl RunGraph {
                     run_id: None,
                 })];
                 if let Some(parent) = ev.envelope.parent_run_id.as_deref() {
-                    let from = format!("run:{parent}");
+                    let from = joined(&["run:", parent]);
                     self.position(&from, "run")?;
                     changes.push(Change::Edge(edge(
                         EdgeKind::Child,
@@ -379,7 +379,7 @@ impl RunGraph {
             } => self.child(
                 run_node(),
                 run,
-                format!("tool:{tool_call_id}"),
+                joined(&["tool:", tool_call_id]),
                 NodeKind::Tool,
                 tool_name,
                 "running",
@@ -390,7 +390,7 @@ impl RunGraph {
                 outcome,
                 ..
             } => {
-                let i = self.position(&format!("tool:{tool_call_id}"), "tool")?;
+                let i = self.position(&joined(&["tool:", tool_call_id]), "tool")?;
                 let state = match outcome {
                     Outcome::Success => "success",
                     Outcome::Error => "error",
@@ -406,7 +406,7 @@ impl RunGraph {
             } if *scope != Some(InterruptScope::Workflow) => self.child(
                 run_node(),
                 run,
-                format!("interrupt:{interrupt_id}"),
+                joined(&["interrupt:", interrupt_id]),
                 NodeKind::Interrupt,
                 kind,
                 "open",
@@ -418,7 +418,7 @@ impl RunGraph {
                 scope,
                 ..
             } if *scope != Some(InterruptScope::Workflow) => {
-                let i = self.position(&format!("interrupt:{interrupt_id}"), "interrupt")?;
+                let i = self.position(&joined(&["interrupt:", interrupt_id]), "interrupt")?;
                 vec![Change::State(i, decision.clone())]
             }
             _ => Vec::new(),
@@ -509,7 +509,7 @@ impl RunGraph {
             Change::Edge(e) => add("/edges/-", to_value(e)),
             Change::State(i, state) => PatchOp {
                 op: PatchOpKind::Replace,
-                path: format!("/nodes/{i}/state"),
+                path: state_path(*i),
                 from: None,
                 value: Some(Value::String(state.clone())),
             },
@@ -636,9 +636,36 @@ pub fn derive<'a>(
     Ok(g)
 }
 
+/// `parts` joined into one string sized exactly: a node or edge id is
+/// built per event, and `format!` cost several times the copy.
+pub(crate) fn joined(parts: &[&str]) -> String {
+    let mut s = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    parts.iter().for_each(|p| s.push_str(p));
+    s
+}
+
+/// `/nodes/{i}/state`, without `format!` (one per state change).
+fn state_path(i: usize) -> String {
+    let mut digits = [0u8; 20];
+    let (mut n, mut at) = (i, digits.len());
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut s = String::with_capacity(13 + digits.len() - at);
+    s.push_str("/nodes/");
+    digits[at..].iter().for_each(|&d| s.push(char::from(d)));
+    s.push_str("/state");
+    s
+}
+
 fn edge(kind: EdgeKind, from: String, to: String) -> Edge {
     Edge {
-        id: format!("{}:{from}->{to}", kind.as_str()),
+        id: joined(&[kind.as_str(), ":", &from, "->", &to]),
         kind,
         from,
         to,
@@ -656,4 +683,20 @@ fn add(path: &str, value: Value) -> PatchOp {
 
 fn to_value<T: Serialize>(t: &T) -> Value {
     serde_json::to_value(t).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{edge, joined, state_path, EdgeKind};
+
+    #[test]
+    fn ids_and_paths_are_spelled_as_format_would() {
+        assert_eq!(joined(&["run:", "r1"]), "run:r1");
+        assert_eq!(joined(&[]), "");
+        for i in [0, 7, 10, 99, 12_345, usize::MAX] {
+            assert_eq!(state_path(i), format!("/nodes/{i}/state"));
+        }
+        let e = edge(EdgeKind::Tool, "run:a".into(), "tool:b".into());
+        assert_eq!(e.id, format!("{}:run:a->tool:b", EdgeKind::Tool.as_str()));
+    }
 }

@@ -178,7 +178,10 @@ fn pack(g: &RunGraph, key: &str) -> Option<Box<[u8]>> {
         // Through the graph's index: a scan per edge made packing a large
         // tree quadratic.
         let (from, to) = (g.find(&e.from)?, g.find(&e.to)?);
-        if e.id != format!("{}:{}->{}", e.kind.as_str(), e.from, e.to) {
+        let id = (e.id.strip_prefix(e.kind.as_str()))
+            .and_then(|r| r.strip_prefix(':')?.strip_prefix(e.from.as_str()))
+            .and_then(|r| r.strip_prefix("->"));
+        if id != Some(e.to.as_str()) {
             return None;
         }
         out.push(edge_code(e.kind));
@@ -242,7 +245,7 @@ impl PackedNode<'_> {
     fn to_node(&self) -> Option<Node> {
         let text = |s| std::str::from_utf8(s).ok();
         Some(Node {
-            id: format!("{}:{}", self.prefix, text(self.id)?),
+            id: crate::graph::joined(&[self.prefix, ":", text(self.id)?]),
             kind: self.kind,
             label: text(self.label)?.to_owned(),
             state: text(self.state)?.to_owned(),
@@ -349,7 +352,7 @@ fn unpack(b: &[u8], root: &str) -> Option<RunGraph> {
     for (kind, from, to) in links {
         let (from, to): (&Node, &Node) = (nodes.get(from)?, nodes.get(to)?);
         edges.push(Edge {
-            id: format!("{}:{}->{}", kind.as_str(), from.id, to.id),
+            id: crate::graph::joined(&[kind.as_str(), ":", &from.id, "->", &to.id]),
             kind,
             from: from.id.clone(),
             to: to.id.clone(),
@@ -421,6 +424,40 @@ mod tests {
         let mut other = Derived::live(g);
         other.pack("x");
         assert!(!other.is_packed());
+    }
+
+    /// Packing names edges by node position and spells their ids again
+    /// on unpack, so an edge whose id is spelled otherwise stays live.
+    #[test]
+    fn a_graph_with_an_edge_id_spelled_otherwise_is_not_packed() {
+        let g = graph(&[
+            r#""runId":"r","type":"run.started""#,
+            r#""runId":"r","type":"tool.call.started","toolCallId":"t","toolName":"search","executor":"backend","args":{}"#,
+            r#""runId":"r","type":"run.finished""#,
+        ]);
+        let mut d = Derived::live(g.clone());
+        d.pack("r");
+        assert!(d.is_packed());
+        for id in [
+            "tool:run:r->tool:t ",
+            "tool:run:r->tool:",
+            "tool:run:r-tool:t",
+            "tool:run:r",
+            "",
+        ] {
+            let mut edges = g.edges().to_vec();
+            edges[0].id = id.to_owned();
+            let bad = RunGraph::from_parts(
+                "r".into(),
+                g.nodes().to_vec(),
+                edges,
+                g.revision(),
+                g.cursor(),
+            );
+            let mut d = Derived::live(bad);
+            d.pack("r");
+            assert!(!d.is_packed(), "{id}");
+        }
     }
 
     /// A tree past the graph's index threshold: child runs with tool
