@@ -13,6 +13,8 @@
 //! accepts, the result equals the slow path's (`tests/fast_path.rs` checks
 //! this on every published trace and on random records).
 
+mod flat;
+
 use crate::fingerprint::{key_word, Item, Members};
 use crate::json::StrictValue;
 use crate::model::{
@@ -24,110 +26,9 @@ use crate::timestamp::is_utc_timestamp;
 use crate::validate::{is_extension_name, Validator, PROTOCOL_VERSION};
 use crate::{Parsed, Record};
 use bytes::Bytes;
-use serde::{Deserialize, Deserializer};
+use flat::Flat;
+use serde::Deserialize;
 use serde_json::Value;
-
-/// A present member is `Some` even when its value would be `null` to
-/// `Option`: here `null` fails to parse, so the record is declined.
-fn some<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
-}
-
-/// Every member any fast type may carry.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Flat<'a> {
-    #[serde(rename = "type")]
-    ty: &'a str,
-    protocol_version: &'a str,
-    event_id: String,
-    timestamp: String,
-    session_id: String,
-    session_sequence: u64,
-    #[serde(default, deserialize_with = "some")]
-    workflow_id: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    workflow_sequence: Option<u64>,
-    #[serde(default, deserialize_with = "some")]
-    root_run_id: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    run_id: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    sequence: Option<u64>,
-    #[serde(default, deserialize_with = "some")]
-    parent_run_id: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    parent_tool_call_id: Option<String>,
-    // The payload members of the fast types.
-    #[serde(default, deserialize_with = "some")]
-    client_executor_id: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    usage: Option<StrictValue>,
-    #[serde(default, deserialize_with = "some")]
-    tool_call_id: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    tool_name: Option<String>,
-    #[serde(default, deserialize_with = "some", borrow)]
-    executor: Option<&'a str>,
-    #[serde(default, deserialize_with = "some")]
-    args: Option<StrictValue>,
-    #[serde(default, deserialize_with = "some", borrow)]
-    outcome: Option<&'a str>,
-    #[serde(default, deserialize_with = "some")]
-    response: Option<StrictValue>,
-    #[serde(default, deserialize_with = "some")]
-    code: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    message: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    interrupt_id: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    wait_id: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    kind: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    actions: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "some", borrow)]
-    scope: Option<&'a str>,
-    #[serde(default, deserialize_with = "some")]
-    expires_at: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    title: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    input: Option<StrictValue>,
-    #[serde(default, deserialize_with = "some")]
-    decision: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    reason: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    progress_id: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    category: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    label: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    detail: Option<String>,
-    #[serde(default, deserialize_with = "some", borrow)]
-    status: Option<&'a str>,
-    #[serde(default, deserialize_with = "some", borrow)]
-    privacy: Option<&'a str>,
-    #[serde(default, deserialize_with = "some")]
-    name: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    value: Option<StrictValue>,
-    #[serde(default, deserialize_with = "some")]
-    message_id: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    delta: Option<String>,
-    #[serde(default, deserialize_with = "some", borrow)]
-    role: Option<&'a str>,
-    #[serde(default, deserialize_with = "some", borrow)]
-    message_scope: Option<&'a str>,
-    #[serde(default, deserialize_with = "some")]
-    reasoning_id: Option<String>,
-    #[serde(default, deserialize_with = "some")]
-    content: Option<String>,
-}
 
 /// Non-empty.
 fn ne(s: &Option<String>) -> bool {
@@ -343,6 +244,10 @@ impl Validator {
         // No string (unescaped, or key) is longer than the record, so the
         // string bound holds; the record itself is depth 1.
         ensure(bytes.len() <= limits.max_string_bytes && limits.max_depth >= 1)?;
+        // A nested value is parsed on its own (`Flat::read`), so deeper
+        // than the whole record's parse would follow must not pass the
+        // depth check below.
+        ensure(limits.max_depth <= crate::json::MAX_PARSE_DEPTH)?;
         // A struct also deserializes from an array; only an object is a record.
         ensure(bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))?;
         ensure(may_be_fast(bytes))?;
@@ -351,9 +256,7 @@ impl Validator {
         // more than the parse around it). Invalid UTF-8 goes to the slow
         // path, which names the error.
         let text = std::str::from_utf8(bytes).ok()?;
-        let mut de = serde_json::Deserializer::from_str(text);
-        let mut f = Flat::deserialize(&mut de).ok()?;
-        de.end().ok()?;
+        let mut f = Flat::read(text)?;
         let info = registry::lookup(f.ty)?;
         ensure(
             info.kind() == RecordKind::Authority && self.config().profiles.contains(info.profile),
@@ -622,45 +525,6 @@ fn usage(u: Value) -> Option<Usage> {
         ensure(map.get(k).is_none_or(|v| v.as_u64().is_some()))?;
     }
     Usage::deserialize(u).ok()
-}
-
-impl Flat<'_> {
-    fn has_no_body(&self) -> bool {
-        self.client_executor_id.is_none()
-            && self.content.is_none()
-            && self.usage.is_none()
-            && self.tool_call_id.is_none()
-            && self.tool_name.is_none()
-            && self.executor.is_none()
-            && self.args.is_none()
-            && self.outcome.is_none()
-            && self.response.is_none()
-            && self.code.is_none()
-            && self.message.is_none()
-            && self.interrupt_id.is_none()
-            && self.wait_id.is_none()
-            && self.kind.is_none()
-            && self.actions.is_none()
-            && self.scope.is_none()
-            && self.expires_at.is_none()
-            && self.title.is_none()
-            && self.input.is_none()
-            && self.decision.is_none()
-            && self.reason.is_none()
-            && self.progress_id.is_none()
-            && self.category.is_none()
-            && self.label.is_none()
-            && self.detail.is_none()
-            && self.status.is_none()
-            && self.privacy.is_none()
-            && self.name.is_none()
-            && self.value.is_none()
-            && self.message_id.is_none()
-            && self.delta.is_none()
-            && self.role.is_none()
-            && self.message_scope.is_none()
-            && self.reasoning_id.is_none()
-    }
 }
 
 #[cfg(test)]
