@@ -1,4 +1,4 @@
-//! The fast parse path (narad-core `fast.rs`) decides nothing on its own:
+//! The fast parse path (narad-core `fast/`) decides nothing on its own:
 //! whenever it accepts a record, the strict slow path gives an identical
 //! `Parsed` (typed record, class, wire bytes and JSON) and the same content
 //! fingerprint; whenever the slow path refuses, so does `parse_bytes`, with
