@@ -214,6 +214,8 @@ fn member() -> impl Strategy<Value = String> {
         "messageScope",
         "reasoningId",
         "content",
+        "resumeMode",
+        "retryAt",
         "attachmentIds",
         "x-extra",
         "artifactIds",
@@ -259,6 +261,10 @@ fn member() -> impl Strategy<Value = String> {
         r#""session""#,
         r#""workflow""#,
         r#""assistant""#,
+        r#""automatic""#,
+        r#""command""#,
+        r#""run.paused""#,
+        r#""run.resumed""#,
         r#""acme.tokens""#,
         r#""Acme""#,
         r#""\u0072un""#,
@@ -309,6 +315,7 @@ fn record() -> impl Strategy<Value = Vec<u8>> {
         "reasoning.started",
         "reasoning.completed",
         "run.paused",
+        "run.resumed",
     ]);
     let good_body = prop::sample::select(vec![
         "",
@@ -324,6 +331,14 @@ fn record() -> impl Strategy<Value = Vec<u8>> {
         r#","messageId":"m","messageScope":"run","content":"""#,
         r#","reasoningId":"r","delta":"d""#,
         r#","usage":{"promptTokens":1,"completionTokens":2,"totalTokens":3}"#,
+        r#","waitId":"w","reason":"interrupt","resumeMode":"command","interruptId":"i""#,
+        r#","waitId":"w","reason":"acme.rate","resumeMode":"automatic","retryAt":"2026-08-05T00:00:09Z","message":"m""#,
+        r#","waitId":"w""#,
+        // Each broken in one place.
+        r#","waitId":"w","reason":"r","resumeMode":"automatic","retryAt":"2026-08-05 00:00""#,
+        r#","waitId":"w","reason":"r","resumeMode":"later""#,
+        r#","waitId":"w","reason":"","resumeMode":"command""#,
+        r#","waitId":"w","reason":"r","resumeMode":"command","interruptId":"""#,
     ]);
     let envelope = prop::sample::select(vec![
         r#""protocolVersion":"narad/v1","eventId":"e1","timestamp":"2026-08-05T00:00:01Z","sessionId":"s","sessionSequence":1,"rootRunId":"r","runId":"r","sequence":1"#,

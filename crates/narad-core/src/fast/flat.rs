@@ -4,8 +4,8 @@
 //! (`args`, `usage`, …) and escaped strings go through serde_json.
 //!
 //! A serde-derived reader of the same struct spent most of the fast path's
-//! time in its generic member machinery (one visitor over 47 optional
-//! fields); this one reads exactly what serde_json would, and declines
+//! time in its generic member machinery (one visitor over every optional
+//! field); this one reads exactly what serde_json would, and declines
 //! (`None`) wherever it is not sure of that: a member name with an escape,
 //! a name it does not know, a repeated name, `null` for a string or
 //! number, an escaped string where the record only borrows, a number that
@@ -65,6 +65,8 @@ pub(super) struct Flat<'a> {
     pub message_scope: Option<&'a str>,
     pub reasoning_id: Option<String>,
     pub content: Option<String>,
+    pub resume_mode: Option<&'a str>,
+    pub retry_at: Option<String>,
 }
 
 /// Sets an absent member; a repeated one declines.
@@ -143,6 +145,8 @@ impl<'a> Flat<'a> {
                     "messageScope" => once!(f.message_scope, c.borrowed()?),
                     "reasoningId" => once!(f.reasoning_id, c.string()?),
                     "content" => once!(f.content, c.string()?),
+                    "resumeMode" => once!(f.resume_mode, c.borrowed()?),
+                    "retryAt" => once!(f.retry_at, c.string()?),
                     _ => return None,
                 }
                 c.ws();
@@ -204,6 +208,8 @@ impl<'a> Flat<'a> {
             && self.role.is_none()
             && self.message_scope.is_none()
             && self.reasoning_id.is_none()
+            && self.resume_mode.is_none()
+            && self.retry_at.is_none()
     }
 }
 

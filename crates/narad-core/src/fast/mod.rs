@@ -20,7 +20,8 @@ use crate::fingerprint::{key_word, Item, Members};
 use crate::json::StrictValue;
 use crate::model::{
     AuthorityEnvelope, AuthorityEvent, AuthorityPayload as P, CustomFields, Executor,
-    InterruptScope, Outcome, Privacy, ProgressStatus, ReasoningFields, Role, Scope, Usage, Wire,
+    InterruptScope, Outcome, Privacy, ProgressStatus, ReasoningFields, ResumeMode, Role, Scope,
+    Usage, Wire,
 };
 use crate::registry::{self, RecordClass, RecordKind};
 use crate::timestamp::is_utc_timestamp;
@@ -132,6 +133,8 @@ fn fingerprint(f: &Flat<'_>) -> u64 {
         "reason" => f.reason.as_deref().map(Item::Str),
         "reasoningId" => f.reasoning_id.as_deref().map(Item::Str),
         "response" => f.response.as_ref().map(|StrictValue(v)| Item::Json(v)),
+        "resumeMode" => f.resume_mode.map(Item::Str),
+        "retryAt" => f.retry_at.as_deref().map(Item::Str),
         "role" => f.role.map(Item::Str),
         "rootRunId" => f.root_run_id.as_deref().map(Item::Str),
         "runId" => f.run_id.as_deref().map(Item::Str),
@@ -154,8 +157,10 @@ fn fingerprint(f: &Flat<'_>) -> u64 {
 }
 
 /// The types this path parses (the arms of [`Validator::parse_fast`]).
-const FAST_TYPES: [&str; 15] = [
+const FAST_TYPES: [&str; 17] = [
     "run.started",
+    "run.paused",
+    "run.resumed",
     "run.finished",
     "tool.call.started",
     "tool.call.finished",
@@ -298,6 +303,28 @@ impl Validator {
                 ensure(opt_ne(&f.client_executor_id))?;
                 P::RunStarted {
                     client_executor_id: f.client_executor_id.take(),
+                }
+            }
+            "run.paused" => {
+                ensure(ne(&f.wait_id) && ne(&f.reason) && opt_ne(&f.interrupt_id))?;
+                ensure(f.retry_at.as_deref().is_none_or(is_utc_timestamp))?;
+                P::RunPaused {
+                    wait_id: f.wait_id.take()?,
+                    reason: f.reason.take()?,
+                    resume_mode: match f.resume_mode.take()? {
+                        "automatic" => ResumeMode::Automatic,
+                        "command" => ResumeMode::Command,
+                        _ => return None,
+                    },
+                    interrupt_id: f.interrupt_id.take(),
+                    retry_at: f.retry_at.take(),
+                    message: f.message.take(),
+                }
+            }
+            "run.resumed" => {
+                ensure(ne(&f.wait_id))?;
+                P::RunResumed {
+                    wait_id: f.wait_id.take()?,
                 }
             }
             "run.finished" => P::RunFinished {
@@ -557,9 +584,9 @@ mod tests {
     fn a_record_is_declined_early_only_for_a_type_outside_the_fast_set() {
         for (record, fast) in [
             (r#"{"a":1,"type":"run.started"}"#, true),
-            (r#"{"a":1,"type":"run.paused"}"#, false),
+            (r#"{"a":1,"type":"run.cancelled"}"#, false),
             (r#"{"type":"run.started","usage":{}}"#, true),
-            (r#"{"type":"run.paused","usage":{}}"#, false),
+            (r#"{"type":"run.cancelled","usage":{}}"#, false),
             (r#"{"type": "run.started"}"#, true),
             // Escaped or not a string: the parse decides.
             (r#"{"type":"run\u002estarted"}"#, true),
