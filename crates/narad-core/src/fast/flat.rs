@@ -384,6 +384,116 @@ mod tests {
         assert_eq!(f.args.unwrap().0, serde_json::json!({"x": [1, null]}));
     }
 
+    /// Every member the reader knows is read into its field: a name
+    /// spelled otherwise in its arm would be declined.
+    #[test]
+    fn every_known_member_is_read() {
+        let text = concat!(
+            "{",
+            r#""type":"run.started","#,
+            r#""protocolVersion":"narad/v1","#,
+            r#""eventId":"x","#,
+            r#""timestamp":"x","#,
+            r#""sessionId":"x","#,
+            r#""sessionSequence":1,"#,
+            r#""workflowId":"x","#,
+            r#""workflowSequence":1,"#,
+            r#""rootRunId":"x","#,
+            r#""runId":"x","#,
+            r#""sequence":1,"#,
+            r#""parentRunId":"x","#,
+            r#""parentToolCallId":"x","#,
+            r#""clientExecutorId":"x","#,
+            r#""usage":{},"#,
+            r#""toolCallId":"x","#,
+            r#""toolName":"x","#,
+            r#""executor":"x","#,
+            r#""args":{},"#,
+            r#""outcome":"x","#,
+            r#""response":{},"#,
+            r#""code":"x","#,
+            r#""message":"x","#,
+            r#""interruptId":"x","#,
+            r#""waitId":"x","#,
+            r#""kind":"x","#,
+            r#""actions":["a"],"#,
+            r#""scope":"x","#,
+            r#""expiresAt":"x","#,
+            r#""title":"x","#,
+            r#""input":{},"#,
+            r#""decision":"x","#,
+            r#""reason":"x","#,
+            r#""progressId":"x","#,
+            r#""category":"x","#,
+            r#""label":"x","#,
+            r#""detail":"x","#,
+            r#""status":"x","#,
+            r#""privacy":"x","#,
+            r#""name":"x","#,
+            r#""value":{},"#,
+            r#""messageId":"x","#,
+            r#""delta":"x","#,
+            r#""role":"x","#,
+            r#""messageScope":"x","#,
+            r#""reasoningId":"x","#,
+            r#""content":"x","#,
+            r#""resumeMode":"x","#,
+            r#""retryAt":"x""#,
+            "}"
+        );
+        let f = read(text).unwrap();
+        assert_eq!(
+            (f.protocol_version, f.session_sequence, f.event_id.as_str()),
+            ("narad/v1", 1, "x")
+        );
+        let present = [
+            f.workflow_id.is_some(),
+            f.workflow_sequence.is_some(),
+            f.root_run_id.is_some(),
+            f.run_id.is_some(),
+            f.sequence.is_some(),
+            f.parent_run_id.is_some(),
+            f.parent_tool_call_id.is_some(),
+            f.client_executor_id.is_some(),
+            f.usage.is_some(),
+            f.tool_call_id.is_some(),
+            f.tool_name.is_some(),
+            f.executor.is_some(),
+            f.args.is_some(),
+            f.outcome.is_some(),
+            f.response.is_some(),
+            f.code.is_some(),
+            f.message.is_some(),
+            f.interrupt_id.is_some(),
+            f.wait_id.is_some(),
+            f.kind.is_some(),
+            f.actions.is_some(),
+            f.scope.is_some(),
+            f.expires_at.is_some(),
+            f.title.is_some(),
+            f.input.is_some(),
+            f.decision.is_some(),
+            f.reason.is_some(),
+            f.progress_id.is_some(),
+            f.category.is_some(),
+            f.label.is_some(),
+            f.detail.is_some(),
+            f.status.is_some(),
+            f.privacy.is_some(),
+            f.name.is_some(),
+            f.value.is_some(),
+            f.message_id.is_some(),
+            f.delta.is_some(),
+            f.role.is_some(),
+            f.message_scope.is_some(),
+            f.reasoning_id.is_some(),
+            f.content.is_some(),
+            f.resume_mode.is_some(),
+            f.retry_at.is_some(),
+        ];
+        assert!(present.iter().all(|p| *p), "{present:?}");
+    }
+
     #[test]
     fn anything_unsure_is_declined() {
         for extra in [
