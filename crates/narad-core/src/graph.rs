@@ -509,7 +509,7 @@ impl RunGraph {
             Change::Edge(e) => add("/edges/-", to_value(e)),
             Change::State(i, state) => PatchOp {
                 op: PatchOpKind::Replace,
-                path: state_path(*i),
+                path: format!("/nodes/{i}/state"),
                 from: None,
                 value: Some(Value::String(state.clone())),
             },
@@ -644,25 +644,6 @@ pub(crate) fn joined(parts: &[&str]) -> String {
     s
 }
 
-/// `/nodes/{i}/state`, without `format!` (one per state change).
-fn state_path(i: usize) -> String {
-    let mut digits = [0u8; 20];
-    let (mut n, mut at) = (i, digits.len());
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let mut s = String::with_capacity(13 + digits.len() - at);
-    s.push_str("/nodes/");
-    digits[at..].iter().for_each(|&d| s.push(char::from(d)));
-    s.push_str("/state");
-    s
-}
-
 fn edge(kind: EdgeKind, from: String, to: String) -> Edge {
     Edge {
         id: joined(&[kind.as_str(), ":", &from, "->", &to]),
@@ -687,15 +668,12 @@ fn to_value<T: Serialize>(t: &T) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::{edge, joined, state_path, EdgeKind};
+    use super::{edge, joined, EdgeKind};
 
     #[test]
-    fn ids_and_paths_are_spelled_as_format_would() {
+    fn ids_are_spelled_as_format_would() {
         assert_eq!(joined(&["run:", "r1"]), "run:r1");
         assert_eq!(joined(&[]), "");
-        for i in [0, 7, 10, 99, 12_345, usize::MAX] {
-            assert_eq!(state_path(i), format!("/nodes/{i}/state"));
-        }
         let e = edge(EdgeKind::Tool, "run:a".into(), "tool:b".into());
         assert_eq!(e.id, format!("{}:run:a->tool:b", EdgeKind::Tool.as_str()));
     }

@@ -91,73 +91,73 @@ impl<'a> Flat<'a> {
         c.ws();
         c.eat(b'{')?;
         c.ws();
-        if c.peek()? != b'}' {
-            loop {
-                let key = c.borrowed()?;
-                c.ws();
-                c.eat(b':')?;
-                c.ws();
-                match key {
-                    "type" => once!(ty, c.borrowed()?),
-                    "protocolVersion" => once!(version, c.borrowed()?),
-                    "eventId" => once!(event_id, c.string()?),
-                    "timestamp" => once!(timestamp, c.string()?),
-                    "sessionId" => once!(session_id, c.string()?),
-                    "sessionSequence" => once!(session_sequence, c.uint()?),
-                    "workflowId" => once!(f.workflow_id, c.string()?),
-                    "workflowSequence" => once!(f.workflow_sequence, c.uint()?),
-                    "rootRunId" => once!(f.root_run_id, c.string()?),
-                    "runId" => once!(f.run_id, c.string()?),
-                    "sequence" => once!(f.sequence, c.uint()?),
-                    "parentRunId" => once!(f.parent_run_id, c.string()?),
-                    "parentToolCallId" => once!(f.parent_tool_call_id, c.string()?),
-                    "clientExecutorId" => once!(f.client_executor_id, c.string()?),
-                    "usage" => once!(f.usage, c.value()?),
-                    "toolCallId" => once!(f.tool_call_id, c.string()?),
-                    "toolName" => once!(f.tool_name, c.string()?),
-                    "executor" => once!(f.executor, c.borrowed()?),
-                    "args" => once!(f.args, c.value()?),
-                    "outcome" => once!(f.outcome, c.borrowed()?),
-                    "response" => once!(f.response, c.value()?),
-                    "code" => once!(f.code, c.string()?),
-                    "message" => once!(f.message, c.string()?),
-                    "interruptId" => once!(f.interrupt_id, c.string()?),
-                    "waitId" => once!(f.wait_id, c.string()?),
-                    "kind" => once!(f.kind, c.string()?),
-                    "actions" => once!(f.actions, c.strings()?),
-                    "scope" => once!(f.scope, c.borrowed()?),
-                    "expiresAt" => once!(f.expires_at, c.string()?),
-                    "title" => once!(f.title, c.string()?),
-                    "input" => once!(f.input, c.value()?),
-                    "decision" => once!(f.decision, c.string()?),
-                    "reason" => once!(f.reason, c.string()?),
-                    "progressId" => once!(f.progress_id, c.string()?),
-                    "category" => once!(f.category, c.string()?),
-                    "label" => once!(f.label, c.string()?),
-                    "detail" => once!(f.detail, c.string()?),
-                    "status" => once!(f.status, c.borrowed()?),
-                    "privacy" => once!(f.privacy, c.borrowed()?),
-                    "name" => once!(f.name, c.string()?),
-                    "value" => once!(f.value, c.value()?),
-                    "messageId" => once!(f.message_id, c.string()?),
-                    "delta" => once!(f.delta, c.string()?),
-                    "role" => once!(f.role, c.borrowed()?),
-                    "messageScope" => once!(f.message_scope, c.borrowed()?),
-                    "reasoningId" => once!(f.reasoning_id, c.string()?),
-                    "content" => once!(f.content, c.string()?),
-                    "resumeMode" => once!(f.resume_mode, c.borrowed()?),
-                    "retryAt" => once!(f.retry_at, c.string()?),
-                    _ => return None,
-                }
-                c.ws();
-                match c.next()? {
-                    b',' => c.ws(),
-                    b'}' => break,
-                    _ => return None,
-                }
+        // An empty object lacks the envelope members.
+        if c.peek()? == b'}' {
+            return None;
+        }
+        loop {
+            let key = c.borrowed()?;
+            c.ws();
+            c.eat(b':')?;
+            c.ws();
+            match key {
+                "type" => once!(ty, c.borrowed()?),
+                "protocolVersion" => once!(version, c.borrowed()?),
+                "eventId" => once!(event_id, c.string()?),
+                "timestamp" => once!(timestamp, c.string()?),
+                "sessionId" => once!(session_id, c.string()?),
+                "sessionSequence" => once!(session_sequence, c.uint()?),
+                "workflowId" => once!(f.workflow_id, c.string()?),
+                "workflowSequence" => once!(f.workflow_sequence, c.uint()?),
+                "rootRunId" => once!(f.root_run_id, c.string()?),
+                "runId" => once!(f.run_id, c.string()?),
+                "sequence" => once!(f.sequence, c.uint()?),
+                "parentRunId" => once!(f.parent_run_id, c.string()?),
+                "parentToolCallId" => once!(f.parent_tool_call_id, c.string()?),
+                "clientExecutorId" => once!(f.client_executor_id, c.string()?),
+                "usage" => once!(f.usage, c.value()?),
+                "toolCallId" => once!(f.tool_call_id, c.string()?),
+                "toolName" => once!(f.tool_name, c.string()?),
+                "executor" => once!(f.executor, c.borrowed()?),
+                "args" => once!(f.args, c.value()?),
+                "outcome" => once!(f.outcome, c.borrowed()?),
+                "response" => once!(f.response, c.value()?),
+                "code" => once!(f.code, c.string()?),
+                "message" => once!(f.message, c.string()?),
+                "interruptId" => once!(f.interrupt_id, c.string()?),
+                "waitId" => once!(f.wait_id, c.string()?),
+                "kind" => once!(f.kind, c.string()?),
+                "actions" => once!(f.actions, c.strings()?),
+                "scope" => once!(f.scope, c.borrowed()?),
+                "expiresAt" => once!(f.expires_at, c.string()?),
+                "title" => once!(f.title, c.string()?),
+                "input" => once!(f.input, c.value()?),
+                "decision" => once!(f.decision, c.string()?),
+                "reason" => once!(f.reason, c.string()?),
+                "progressId" => once!(f.progress_id, c.string()?),
+                "category" => once!(f.category, c.string()?),
+                "label" => once!(f.label, c.string()?),
+                "detail" => once!(f.detail, c.string()?),
+                "status" => once!(f.status, c.borrowed()?),
+                "privacy" => once!(f.privacy, c.borrowed()?),
+                "name" => once!(f.name, c.string()?),
+                "value" => once!(f.value, c.value()?),
+                "messageId" => once!(f.message_id, c.string()?),
+                "delta" => once!(f.delta, c.string()?),
+                "role" => once!(f.role, c.borrowed()?),
+                "messageScope" => once!(f.message_scope, c.borrowed()?),
+                "reasoningId" => once!(f.reasoning_id, c.string()?),
+                "content" => once!(f.content, c.string()?),
+                "resumeMode" => once!(f.resume_mode, c.borrowed()?),
+                "retryAt" => once!(f.retry_at, c.string()?),
+                _ => return None,
             }
-        } else {
-            c.at += 1;
+            c.ws();
+            match c.next()? {
+                b',' => c.ws(),
+                b'}' => break,
+                _ => return None,
+            }
         }
         c.ws();
         if c.at != text.len() {
@@ -313,17 +313,16 @@ impl<'a> Cursor<'a> {
                 .iter()
                 .take_while(|c| c.is_ascii_digit())
                 .count();
-        let digits = b.get(start..end)?;
-        if digits.is_empty() || (digits.len() > 1 && digits[0] == b'0') {
+        let digits = self.text.get(start..end)?;
+        if digits.len() > 1 && digits.starts_with('0') {
             return None;
         }
         if matches!(b.get(end), Some(b'.' | b'e' | b'E')) {
             return None;
         }
-        let mut n: u64 = 0;
-        for &d in digits {
-            n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-        }
+        // Digits only, so `parse` refuses nothing but an empty run and
+        // overflow.
+        let n = digits.parse().ok()?;
         self.at = end;
         Some(n)
     }

@@ -255,13 +255,10 @@ impl Validator {
         // than the whole record's parse would follow must not pass the
         // depth check below.
         ensure(limits.max_depth <= crate::json::MAX_PARSE_DEPTH)?;
-        // A struct also deserializes from an array; only an object is a record.
-        ensure(bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))?;
         ensure(may_be_fast(bytes))?;
-        // One UTF-8 check of the whole record, then a parse of the `str`:
-        // serde_json then checks no string on its own (per string it cost
-        // more than the parse around it). Invalid UTF-8 goes to the slow
-        // path, which names the error.
+        // One UTF-8 check of the whole record; the reader then borrows its
+        // strings from the `str` and checks none again. Invalid UTF-8 goes
+        // to the slow path, which names the error.
         let text = std::str::from_utf8(bytes).ok()?;
         let mut f = Flat::read(text)?;
         let info = registry::lookup(f.ty)?;
