@@ -17,6 +17,11 @@ use serde_json::{json, Value};
 
 const SESSIONS: [&str; 2] = ["s0", "s1"];
 
+/// A transcript handed to the store from this many bytes of messages, and
+/// again once this many more came: small, so these short journals reach
+/// both.
+const HANDOVER: (usize, usize) = (1, 3);
+
 fn validator(core_only: bool) -> Validator {
     if core_only {
         Validator::new(ValidatorConfig {
@@ -41,7 +46,7 @@ struct Op {
 
 fn op() -> impl Strategy<Value = Op> {
     (
-        0u8..18,
+        0u8..22,
         0usize..2,
         0usize..4,
         0usize..4,
@@ -66,6 +71,44 @@ struct Gen {
 }
 
 impl Gen {
+    /// A session-scoped conversation record: a user message or a streamed
+    /// one's start (sometimes of an id already taken), a delta, a
+    /// completion or a redaction of a message the reference holds (or of
+    /// an unknown one).
+    fn message(&mut self, reference: &Checker, o: &Op) -> Vec<u8> {
+        let s = SESSIONS[o.session];
+        let ids: Vec<String> = reference
+            .transcript(s)
+            .map(|t| t.messages.iter().map(|m| m.message_id.clone()).collect())
+            .unwrap_or_default();
+        let old = ids
+            .get(o.pick % ids.len().max(1))
+            .cloned()
+            .unwrap_or_else(|| "m-unknown".into());
+        let id = match (o.kind, o.skew) {
+            (18 | 19, 2 | 3) | (20 | 21, 2..) => old,
+            _ => format!("m{}", self.n),
+        };
+        let body = match o.kind {
+            18 => json!({"type": "message.user.recorded", "messageId": id,
+                "messageScope": "session", "content": format!("hello {}", self.n)}),
+            19 => json!({"type": "message.text.started", "messageId": id,
+                "role": "assistant", "messageScope": "session"}),
+            20 => json!({"type": "message.text.delta", "messageId": id, "delta": "more "}),
+            _ if o.pick % 2 == 0 => json!({"type": "message.text.completed", "messageId": id}),
+            _ => json!({"type": "message.redacted", "messageId": id,
+                "displayReplacement": "[hidden]", "reason": "policy"}),
+        };
+        self.n += 1;
+        let seq = reference.session_head(s).unwrap_or(0) + 1 + u64::from(o.skew == 11);
+        let mut m = json!({"protocolVersion": "narad/v1", "eventId": format!("e-{}", self.n),
+            "timestamp": "2026-08-05T00:00:00Z", "sessionId": s, "sessionSequence": seq});
+        m.as_object_mut()
+            .unwrap()
+            .extend(body.as_object().unwrap().clone());
+        serde_json::to_vec(&m).unwrap()
+    }
+
     /// A record aimed mostly at the reference's open runs (so most are
     /// accepted), sometimes at closed or unknown ones, with positions from
     /// its heads (sometimes off by one).
@@ -209,6 +252,7 @@ impl Gen {
                 self.n += 1;
                 return Some(serde_json::to_vec(&line).unwrap());
             }
+            18..=21 => return Some(self.message(reference, o)),
             16 => {
                 // An exact redelivery.
                 return self.sent.get(o.pick % self.sent.len().max(1)).cloned();
@@ -241,6 +285,7 @@ fn reads(c: &Checker, tools: &[(usize, String)]) -> String {
     let mut out = String::new();
     for s in SESSIONS {
         out += &format!("{:?} {:?}\n", c.state_json(s), c.session_head(s));
+        out += &format!("{:?}\n", c.transcript(s));
         for (id, r) in c.runs(s) {
             out += &format!("{id} {r:?} {:?}\n", c.run(s, id).map(|r| r.state));
         }
@@ -332,6 +377,7 @@ fn run_forgetting(
     let mut reference = Checker::new(validator(core_only)).with_full_history();
     let mut compact = Checker::new(validator(core_only));
     if closed {
+        compact = compact.with_transcript_handover(HANDOVER.0, HANDOVER.1);
         compact.leave_closed_to_store();
     }
     let mut closed_store = ClosedStore::default();
@@ -344,7 +390,8 @@ fn run_forgetting(
     for (i, o) in ops.iter().enumerate() {
         if i == restore_at && restore {
             compact = Checker::restore(validator(core_only), &compact.snapshot_for_store())
-                .expect("a snapshot restores");
+                .expect("a snapshot restores")
+                .with_transcript_handover(HANDOVER.0, HANDOVER.1);
         } else if i == restore_at {
             compact.forget_event_ids();
         }

@@ -126,10 +126,7 @@ impl Misses {
     pub(crate) fn note(&self, j: &Journal, kind: ClosedKind, id: &str) {
         if j.checker.closed_unknown(&j.session_id, kind, id) {
             if let Ok(mut m) = self.keys.lock() {
-                m.push(ClosedKey {
-                    kind,
-                    id: id.to_owned(),
-                });
+                m.push(key_of(kind, id));
             }
         }
     }
@@ -153,9 +150,22 @@ impl Misses {
     }
 }
 
-/// The runs and tool calls `drafts` name that `j`'s checker may have left
-/// to the store: the ids [`narad_core::checker`]'s gate reads (`runId`,
-/// `rootRunId`, `parentRunId`, a stop's target, a tool call's id).
+/// The store key of closed record `kind` that holds `id`: the id's own,
+/// but the one transcript record for a message id.
+fn key_of(kind: ClosedKind, id: &str) -> ClosedKey {
+    ClosedKey {
+        kind,
+        id: match kind {
+            ClosedKind::Transcript => String::new(),
+            _ => id.to_owned(),
+        },
+    }
+}
+
+/// The runs, tool calls and messages `drafts` name that `j`'s checker may
+/// have left to the store: the ids [`narad_core::checker`]'s gate reads
+/// (`runId`, `rootRunId`, `parentRunId`, a stop's target, a tool call's
+/// id, a message id).
 pub(crate) fn drafts_name(j: &Journal, drafts: &[Draft]) -> Vec<ClosedKey> {
     if j.checker.holds_closed_history(&j.session_id) {
         return Vec::new();
@@ -163,10 +173,7 @@ pub(crate) fn drafts_name(j: &Journal, drafts: &[Draft]) -> Vec<ClosedKey> {
     let mut keys = Vec::new();
     let mut add = |kind, id: &str| {
         if j.checker.closed_unknown(&j.session_id, kind, id) {
-            keys.push(ClosedKey {
-                kind,
-                id: id.to_owned(),
-            });
+            keys.push(key_of(kind, id));
         }
     };
     for d in drafts {
@@ -178,6 +185,7 @@ pub(crate) fn drafts_name(j: &Journal, drafts: &[Draft]) -> Vec<ClosedKey> {
             ("parentRunId", ClosedKind::Run),
             ("targetRunId", ClosedKind::Run),
             ("toolCallId", ClosedKind::ToolCall),
+            ("messageId", ClosedKind::Transcript),
         ] {
             if let Some(Value::String(id)) = d.body.get(field) {
                 add(kind, id);
@@ -200,6 +208,10 @@ pub(crate) async fn recall<S: Store + ?Sized>(
     let sid = j.session_id.clone();
     for key in keys {
         let value = store.side(SideSpace::Closed, &store_key(&sid, key)).await?;
+        if key.kind == ClosedKind::Transcript {
+            recall_transcript(j, value.as_deref())?;
+            continue;
+        }
         let bytes = match &value {
             Some(v) => Some(usable(j, key, v)?),
             None => None,
@@ -242,11 +254,55 @@ pub(crate) async fn recall_all<S: Store + ?Sized>(
         return Ok(());
     }
     for (key, value) in list(store, &sid).await? {
+        if key.kind == ClosedKind::Transcript {
+            recall_transcript(j, Some(&value))?;
+            continue;
+        }
         let bytes = usable(j, &key, &value)?;
         // A record the checker holds already is not taken again.
         let _ = j.checker.recall_closed(&sid, &key, Some(bytes));
     }
-    Ok(())
+    // The transcript the checker was restored without, when the store
+    // holds no record of it.
+    recall_transcript(j, None)
+}
+
+/// Gives `j`'s checker back the transcript messages it was restored
+/// without ([`narad_core::checker::ClosedKind::Transcript`]), from `value`,
+/// the session's stored record (a no-op when none are away). A record of
+/// another head than the one the checker's snapshot names is another
+/// writer's (a head conflict: `j` reloads); one of that head that the
+/// checker does not take, or none, is damage.
+pub(crate) fn recall_transcript(j: &mut Journal, value: Option<&[u8]>) -> Result<(), EngineError> {
+    let sid = j.session_id.clone();
+    let Some(at) = j.checker.transcript_stored_at(&sid) else {
+        return Ok(());
+    };
+    let key = key_of(ClosedKind::Transcript, "");
+    let value = value.ok_or_else(|| corrupt(&sid, &key))?;
+    let bytes = usable(j, &key, value)?;
+    if j.checker.recall_closed(&sid, &key, Some(bytes)) {
+        return Ok(());
+    }
+    match Stored::decode(value) {
+        Some(s) if s.head > at => Err(moved_past(j, s.head.max(j.head + 1))),
+        _ => Err(corrupt(&sid, &key)),
+    }
+}
+
+/// Gives `j`'s checker its transcript back before a snapshot when so many
+/// messages came since it was handed over that the snapshot should not
+/// carry them all ([`narad_core::checker::Checker::transcript_recall_wanted`]):
+/// it is then handed over whole again.
+pub(crate) async fn before_snapshot<S: Store + ?Sized>(
+    store: &S,
+    j: &mut Journal,
+) -> Result<(), EngineError> {
+    if !j.checker.transcript_recall_wanted(&j.session_id) {
+        return Ok(());
+    }
+    let key = key_of(ClosedKind::Transcript, "");
+    recall(store, j, &[key]).await
 }
 
 /// Every closed record of `session_id` in the store, by key.
@@ -264,6 +320,7 @@ pub(crate) async fn list<S: Store + ?Sized>(
             let kind = match chars.next() {
                 Some('r') => ClosedKind::Run,
                 Some('t') => ClosedKind::ToolCall,
+                Some('m') => ClosedKind::Transcript,
                 _ => {
                     return Err(EngineError::CorruptRecord {
                         space: "closed",

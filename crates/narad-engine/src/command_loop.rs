@@ -310,6 +310,14 @@ impl<S: Store + 'static> Engine<S> {
             let expected_head = j.head;
             let mut snapshot = j.snapshot_due(events.len(), every);
             if snapshot {
+                let store = &*self.inner.store;
+                if let Err(e) = crate::closed_history::before_snapshot(store, j).await {
+                    // The journal applied events that were never appended.
+                    *slot = None;
+                    return self.reload_if_moved(&mut slot, e);
+                }
+            }
+            if snapshot {
                 let encoded = match slot.take() {
                     Some(j) => {
                         j.snapshot_write(events.clone(), crate::closed_history::PER_BATCH)

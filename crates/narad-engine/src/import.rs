@@ -260,6 +260,7 @@ impl<S: Store + 'static> Engine<S> {
         // session it made hydrates from one rather than replaying it all.
         let snapshot = j.snapshot_due(batch.events.len(), self.inner.config.snapshot_every);
         if snapshot {
+            crate::closed_history::before_snapshot(&*self.inner.store, &mut j).await?;
             let (back, write) = j
                 .snapshot_write(batch.events.clone(), crate::closed_history::PER_BATCH)
                 .await

@@ -599,6 +599,25 @@ impl Journal {
         call
     }
 
+    /// The message `message_id` of the transcript, noting one the checker
+    /// may have left to the store as [`Journal::run`] does.
+    pub fn message(
+        &self,
+        message_id: &str,
+    ) -> Option<std::borrow::Cow<'_, narad_core::checker::Message>> {
+        let kind = narad_core::checker::ClosedKind::Transcript;
+        self.misses.note(self, kind, message_id);
+        self.checker.transcript(&self.session_id)?.get(message_id)
+    }
+
+    /// The session's primary transcript (§9.2 default visibility); notes
+    /// for the command loop that the plan read all of it, as
+    /// [`Journal::all_runs`] does.
+    pub fn primary_transcript(&self) -> Vec<&narad_core::checker::Message> {
+        self.misses.note_all(self);
+        self.checker.primary_transcript(&self.session_id)
+    }
+
     /// Every run of the session, open or closed, in id order; notes for
     /// the command loop that the plan read all closed history
     /// ([`Journal::misses`]).

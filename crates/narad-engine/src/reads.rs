@@ -131,8 +131,7 @@ impl<S: Store + 'static> Engine<S> {
                 let mut records = Vec::new();
                 if j.meta.profiles.contains(narad_core::Profile::Conversation) {
                     let messages: Vec<Value> = j
-                        .checker
-                        .primary_transcript(s)
+                        .primary_transcript()
                         .into_iter()
                         .filter_map(|m| {
                             let content = match &m.redacted {

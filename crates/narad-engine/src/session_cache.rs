@@ -234,11 +234,12 @@ impl<S: Store + 'static> Engine<S> {
             *slot = Some(self.hydrate(session_id).await?);
         }
         loop {
-            let Some(j) = slot.take() else {
+            let Some(mut j) = slot.take() else {
                 return Err(EngineError::UnknownSession {
                     session_id: session_id.to_owned(),
                 });
             };
+            crate::closed_history::before_snapshot(&*self.inner.store, &mut j).await?;
             let limit = crate::closed_history::PER_SNAPSHOT_CALL;
             let Some((j, write)) = j.snapshot_write(Vec::new(), limit).await else {
                 return Err(EngineError::Store(narad_store::StoreError::Backend(

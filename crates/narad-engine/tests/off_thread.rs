@@ -101,9 +101,10 @@ fn ticks_between_reads(stamps: &[u64]) -> u64 {
 fn a_long_snapshot_restores_off_the_async_thread_and_a_short_one_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    // Six messages of 250 kB: the snapshot (every second event) holds the
-    // text of five or six, over 1.25 MB. A second session of short
-    // messages has a snapshot of a few hundred bytes.
+    // Eight messages of 250 kB: the snapshot (every second event) holds
+    // the text of the five or so after those handed to the store with the
+    // transcript (`HANDOVER_BYTES`), over 1.25 MB. A second session of
+    // short messages has a snapshot of a few hundred bytes.
     let path = dir.path().join("snap.redb");
     let (long, short) = rt.block_on(async {
         let e = writer(RedbStore::open(&path).await.unwrap(), 2);
@@ -115,7 +116,7 @@ fn a_long_snapshot_restores_off_the_async_thread_and_a_short_one_in_place() {
             .create_session(&me(), NewSession::default())
             .await
             .unwrap();
-        for i in 0..6 {
+        for i in 0..8 {
             let text = format!("{i}{}", "x".repeat(250_000));
             e.message(&me(), &long, text.as_str()).await.unwrap();
             e.message(&me(), &short, "hi").await.unwrap();

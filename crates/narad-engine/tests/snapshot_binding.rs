@@ -228,8 +228,10 @@ async fn a_large_snapshot_is_used_only_when_its_digest_holds() {
     let (sid, good) = {
         let e = engine(open().await, Arc::new(SequentialIds::default()));
         let (sid, _) = running_session(&e, "long").await;
-        // 25 messages of 200 KB: the snapshot after them is past 4 MiB.
-        for i in 0..25 {
+        // 30 messages of 200 KB: the snapshot after them is past 4 MiB
+        // (the first two or so are handed to the store with the transcript,
+        // `HANDOVER_BYTES`; those since stay in the snapshot).
+        for i in 0..30 {
             let text = format!("{i:02}{}", "x".repeat(200_000));
             e.message(&me(), &sid, json!(text)).await.unwrap();
         }

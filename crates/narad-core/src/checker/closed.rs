@@ -524,6 +524,8 @@ impl Closed {
                 Record::parse(id, b).is_some_and(|r| r.graph.is_none_or(super::derived::parses))
             }
             ClosedKind::ToolCall => std::str::from_utf8(b).is_ok(),
+            // Not an arena's: see `super::transcript_store`.
+            ClosedKind::Transcript => false,
         }
     }
 

@@ -17,8 +17,10 @@
 //!
 //! Which ids a record names: its `runId`, `rootRunId` and `parentRunId`,
 //! the target of a `run.stop.requested`, the `toolCallId` of a tool call
-//! event, and a hydrate record's root. Every closed lookup of the rules is
-//! of one of these.
+//! event, a hydrate record's root, and the `messageId` of a message record
+//! (asked for only when it may be among messages left to the store:
+//! [`super::transcript_store`]). Every closed lookup of the rules is of
+//! one of these.
 
 use super::closed::Closed;
 use super::session::Session;
@@ -42,6 +44,9 @@ pub enum ClosedKind {
     Run,
     /// A finished tool call (its owning run).
     ToolCall,
+    /// A session's transcript messages, once long
+    /// ([`super::transcript_store`]): one record, with an empty id.
+    Transcript,
 }
 
 impl ClosedKind {
@@ -50,6 +55,7 @@ impl ClosedKind {
         match self {
             Self::Run => 'r',
             Self::ToolCall => 't',
+            Self::Transcript => 'm',
         }
     }
 }
@@ -104,10 +110,10 @@ impl Session {
     /// Whether the session may have left `id`'s closed record to the store
     /// and holds no trace of it (open, closed or looked up and absent).
     fn unknown(&self, kind: ClosedKind, id: &str) -> bool {
-        if self.closed_before() == 0 {
-            return false;
-        }
         let open = match kind {
+            // A message id: whether it may be among the messages away.
+            ClosedKind::Transcript => return self.x().transcript.messages.away_may_hold(id),
+            _ if self.closed_before() == 0 => return false,
             ClosedKind::Run => self.w().runs.contains_key(id),
             ClosedKind::ToolCall => self.w().tools.contains_key(id),
         };
@@ -127,15 +133,18 @@ impl Session {
     /// Refuses with [`CLOSED_RECALL`], listing them, when any of `names`
     /// may be in the store only; changes nothing else.
     pub(super) fn gate<'a>(&mut self, names: impl IntoIterator<Item = (ClosedKind, &'a str)>) -> R {
-        if self.closed_before() == 0 {
+        if self.closed_before() == 0 && self.x().transcript.messages.away() == 0 {
             return Ok(());
         }
         let mut needed: Vec<ClosedKey> = names
             .into_iter()
             .filter(|(k, id)| self.unknown(*k, id))
-            .map(|(kind, id)| ClosedKey {
-                kind,
-                id: id.to_owned(),
+            .map(|(kind, id)| match kind {
+                ClosedKind::Transcript => super::transcript_store::key(),
+                _ => ClosedKey {
+                    kind,
+                    id: id.to_owned(),
+                },
             })
             .collect();
         if needed.is_empty() {
@@ -152,7 +161,8 @@ impl Session {
     }
 }
 
-/// The runs and tool calls an authority event names (see the module docs).
+/// The runs, tool calls and messages an authority event names (see the
+/// module docs).
 pub(super) fn named<'a>(
     env: &'a AuthorityEnvelope,
     payload: Option<&'a AuthorityPayload>,
@@ -169,6 +179,13 @@ pub(super) fn named<'a>(
             AuthorityPayload::ToolCallStarted { tool_call_id, .. }
             | AuthorityPayload::ToolCallFinished { tool_call_id, .. },
         ) => Some((ClosedKind::ToolCall, tool_call_id.as_str())),
+        Some(
+            AuthorityPayload::MessageUserRecorded { message_id, .. }
+            | AuthorityPayload::MessageTextStarted { message_id, .. }
+            | AuthorityPayload::MessageTextDelta { message_id, .. }
+            | AuthorityPayload::MessageTextCompleted { message_id }
+            | AuthorityPayload::MessageRedacted { message_id, .. },
+        ) => Some((ClosedKind::Transcript, message_id.as_str())),
         _ => None,
     };
     runs.chain(from_payload)
@@ -225,6 +242,18 @@ impl Checker {
     /// handed over once (again when it changes). Empty unless the checker
     /// leaves closed history to the store.
     pub fn take_closed(&mut self, session_id: &str, limit: usize) -> Vec<ClosedRecord> {
+        let mut out = self.take_closed_runs(session_id, limit);
+        if out.len() < limit {
+            if let Some(bytes) = self.take_transcript(session_id) {
+                let key = super::transcript_store::key();
+                out.push(ClosedRecord { key, bytes });
+            }
+        }
+        out
+    }
+
+    /// [`Checker::take_closed`] of runs and tool calls.
+    fn take_closed_runs(&mut self, session_id: &str, limit: usize) -> Vec<ClosedRecord> {
         let Some(s) = self.sessions.get_mut(session_id) else {
             return Vec::new();
         };
@@ -257,6 +286,7 @@ impl Checker {
             .get(session_id)
             .and_then(|s| s.leaving.as_deref())
             .is_some_and(|l| !l.dirty.is_empty())
+            || self.transcript_due(session_id)
     }
 
     /// What the last [`CLOSED_RECALL`] refusal of a record of `session_id`
@@ -284,6 +314,13 @@ impl Checker {
         let Some(s) = self.sessions.get_mut(session_id) else {
             return false;
         };
+        if key.kind == ClosedKind::Transcript {
+            if s.x().transcript.messages.away() == 0 {
+                return false;
+            }
+            let m = &mut s.x_mut().transcript.messages;
+            return stored.is_some_and(|b| m.recall(b));
+        }
         if !s.unknown(key.kind, &key.id) {
             return false;
         }
@@ -304,6 +341,7 @@ impl Checker {
                 match key.kind {
                     ClosedKind::Run => c.runs.insert(&key.id, b),
                     ClosedKind::ToolCall => c.tools.insert(&key.id, b),
+                    ClosedKind::Transcript => return false,
                 }
                 true
             }
@@ -322,13 +360,14 @@ impl Checker {
     }
 
     /// Whether the checker holds every closed run and tool call of
-    /// `session_id` (`false` after a restore from a snapshot that left
-    /// them to the store: reads of closed history then answer only for
-    /// what was recalled).
+    /// `session_id`, and every message of its transcript (`false` after a
+    /// restore from a snapshot that left some to the store: reads of
+    /// closed history and of the transcript then answer only for what was
+    /// recalled).
     pub fn holds_closed_history(&self, session_id: &str) -> bool {
         self.sessions
             .get(session_id)
-            .is_none_or(|s| s.closed_before() == 0)
+            .is_none_or(|s| s.closed_before() == 0 && s.x().transcript.messages.away() == 0)
     }
 }
 
@@ -377,6 +416,7 @@ impl Session {
         match kind {
             ClosedKind::Run => c.runs.get(id),
             ClosedKind::ToolCall => c.tools.get(id),
+            ClosedKind::Transcript => None,
         }
     }
 

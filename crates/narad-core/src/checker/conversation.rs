@@ -5,7 +5,6 @@
 
 use super::id_index::{Hashes, IdIndex};
 use super::messages::Messages;
-use super::packed_messages::Packed;
 use super::{fail, Label, R};
 use crate::model::{AuthorityEnvelope, AuthorityPayload, Role, Scope};
 use serde::{Deserialize, Serialize};
@@ -103,9 +102,9 @@ impl IndexedList<Reasoning> {
 
 impl Transcript {
     /// The transcript of restored messages and reasoning streams.
-    pub(super) fn restored(messages: Option<Packed>, reasoning: IndexedList<Reasoning>) -> Self {
+    pub(super) fn restored(messages: Messages, reasoning: IndexedList<Reasoning>) -> Self {
         Self {
-            messages: Messages::restored(messages),
+            messages,
             reasoning: reasoning.0,
             reasoning_index: reasoning.1,
         }

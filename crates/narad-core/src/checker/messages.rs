@@ -9,10 +9,15 @@
 //! them as `&Message` ([`Messages::iter`], indexing) decodes them all once
 //! and keeps that; serializing, comparing and snapshotting decode each in
 //! turn and keep nothing.
+//!
+//! A long transcript may be kept in the host's store
+//! ([`super::transcript_store`]): its first messages then are `away`
+//! (positions `0..away`, not held) until the host gives them back.
 
 use super::conversation::Message;
 use super::id_index::IdIndex;
 use super::packed_messages::{self, unreadable, Entry, Packed, Source};
+use super::transcript_store::Stored;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -45,6 +50,12 @@ pub struct Messages {
     live: Vec<Message>,
     /// Positions in `live` by id.
     index: IdIndex,
+    /// The messages handed to the host's store, when some were.
+    pub(super) stored: Option<Box<Stored>>,
+    /// How many messages at the front are not held (0: all are): a
+    /// restore from a snapshot that left them to the store. `packed` is
+    /// then `None`, and `stored` says what they are.
+    away: usize,
 }
 
 /// The message id at each position of `m`.
@@ -61,13 +72,50 @@ impl Messages {
         }
     }
 
+    /// The messages a restore read without the `stored` ones it left to
+    /// the store: `since` holds the ones after them, decoded here.
+    pub(super) fn restored_away(stored: Stored, since: Option<Packed>) -> Option<Self> {
+        let mut out = Self {
+            away: stored.count,
+            stored: Some(Box::new(stored)),
+            ..Self::default()
+        };
+        if let Some(p) = since {
+            for i in 0..p.len() {
+                out.push(p.message(i)?).ok()?;
+            }
+        }
+        Some(out)
+    }
+
     fn packed_len(&self) -> usize {
         self.packed.as_ref().map_or(0, Packed::len)
     }
 
-    /// How many messages.
+    /// Positions before the live messages: packed or away.
+    fn prefix_len(&self) -> usize {
+        self.packed_len() + self.away
+    }
+
+    /// Whether the held messages' text (ids, content and the like) is at
+    /// least `n` bytes; stops counting there.
+    pub(super) fn text_reaches(&self, n: usize) -> bool {
+        let mut bytes = self.packed.as_ref().map_or(0, Packed::text_len);
+        bytes >= n
+            || self.live.iter().any(|m| {
+                bytes += m.message_id.len() + m.content.len();
+                bytes >= n
+            })
+    }
+
+    /// How many messages at the front are not held (see the module docs).
+    pub(super) fn away(&self) -> usize {
+        self.away
+    }
+
+    /// How many messages, held or not.
     pub fn len(&self) -> usize {
-        self.packed_len() + self.live.len()
+        self.prefix_len() + self.live.len()
     }
 
     /// Whether there are none.
@@ -90,14 +138,16 @@ impl Messages {
         })
     }
 
-    /// The messages in order.
+    /// The messages in order (of those held: all but right after a
+    /// restore that left some to the store, which a host gives back first).
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Message> + '_ {
         self.decoded().iter().chain(&self.live)
     }
 
-    /// The message at position `i`.
+    /// The message at position `i` (`None` past the end, and for one a
+    /// restore left to the host's store and does not hold).
     pub fn get(&self, i: usize) -> Option<&Message> {
-        match i.checked_sub(self.packed_len()) {
+        match i.checked_sub(self.prefix_len()) {
             None => self.decoded().get(i),
             Some(j) => self.live.get(j),
         }
@@ -112,8 +162,8 @@ impl Messages {
 
     /// The message at position `i`, a packed one decoded and not kept.
     pub(super) fn at(&self, i: usize) -> Option<Cow<'_, Message>> {
-        if i >= self.packed_len() {
-            return self.live.get(i - self.packed_len()).map(Cow::Borrowed);
+        if i >= self.prefix_len() {
+            return self.live.get(i - self.prefix_len()).map(Cow::Borrowed);
         }
         if let Some(d) = self.decoded.get() {
             return d.get(i).map(Cow::Borrowed);
@@ -127,8 +177,15 @@ impl Messages {
     /// The message at position `i`, to change (a packed one is decoded
     /// once and held from then on).
     pub(super) fn at_mut(&mut self, i: usize) -> Option<&mut Message> {
-        if i >= self.packed_len() {
-            let j = i - self.packed_len();
+        if i < self.away {
+            return None;
+        }
+        if let Some(s) = self.stored.as_deref_mut().filter(|s| i < s.count) {
+            // The store's copy no longer matches: handed over again.
+            s.stale = true;
+        }
+        if i >= self.prefix_len() {
+            let j = i - self.prefix_len();
             return self.live.get_mut(j);
         }
         if let Some(d) = self.decoded.get_mut() {
@@ -148,7 +205,7 @@ impl Messages {
             return Some(p);
         }
         let i = self.index.get(id, ids(&self.live))?;
-        Some(self.packed_len() + i)
+        Some(self.prefix_len() + i)
     }
 
     /// Appends `m`; if its id is taken, nothing changes and `m` is
@@ -174,9 +231,47 @@ impl Messages {
         *self = Self::default();
     }
 
+    /// Appends the snapshot part of the messages after the first `from`
+    /// (at least as many as are packed or away: those handed to the store).
+    pub(super) fn write_from(&self, from: usize, out: &mut Vec<u8>) {
+        let skip = from.saturating_sub(self.prefix_len()).min(self.live.len());
+        let live = self.live.get(skip..).unwrap_or_default();
+        let src = Source {
+            entries: live.iter().map(|m| Entry::Message(Cow::Borrowed(m))),
+            count: live.len(),
+            text: live
+                .iter()
+                .map(|m| m.message_id.len() + m.content.len())
+                .sum(),
+            base: None,
+        };
+        packed_messages::write(src, out);
+    }
+
+    /// Gives back the first messages a restore left to the store, as the
+    /// part [`Messages::write`] wrote then; `false` (and no change) when
+    /// none are away or `part` is not that part.
+    pub(super) fn recall(&mut self, part: &[u8]) -> bool {
+        let Some(s) = self.stored.as_deref().filter(|_| self.away > 0) else {
+            return false;
+        };
+        if !s.describes(part) {
+            return false;
+        }
+        match Packed::read(bytes::Bytes::copy_from_slice(part)) {
+            Some(p) if p.len() == self.away => {
+                self.packed = Some(p);
+                self.away = 0;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Appends the snapshot part of the messages: runs of packed ones that
     /// did not change are copied as they lie, not decoded, and the packed
-    /// part's id table is kept while it has room.
+    /// part's id table is kept while it has room. Of held messages only
+    /// (none are away when a snapshot writes them all).
     pub(super) fn write(&self, out: &mut Vec<u8>) {
         let mut entries = Vec::new();
         if let Some(p) = &self.packed {

@@ -31,6 +31,7 @@ mod rules;
 mod seen;
 mod session;
 mod snapshot;
+mod transcript_store;
 mod watch;
 
 pub use client::{ClientLedger, CLOSURE_CODES};
@@ -39,6 +40,7 @@ pub use conversation::{Message, Reasoning, Transcript};
 pub use documents::{Document, Documents, Lifecycle};
 pub use label::Label;
 pub use messages::Messages;
+pub use transcript_store::{HANDOVER_BYTES, SINCE_MAX};
 
 use crate::graph::RunGraph;
 use crate::model::{
@@ -252,6 +254,8 @@ pub struct Checker {
     full_history: bool,
     /// Leaves closed history to the host's store ([`closed_store`]).
     closed_to_store: bool,
+    /// When a transcript is handed to the store ([`transcript_store`]).
+    handover: transcript_store::Handover,
 }
 
 pub(crate) type R<T = ()> = Result<T, (&'static str, &'static str, String)>;
@@ -304,6 +308,15 @@ impl Checker {
     #[doc(hidden)]
     pub fn with_full_history(mut self) -> Self {
         self.full_history = true;
+        self
+    }
+
+    /// Hands a transcript to the store from `bytes` of messages, and again
+    /// once `since` more came, instead of [`HANDOVER_BYTES`] and
+    /// [`SINCE_MAX`]: for tests of short sessions.
+    #[doc(hidden)]
+    pub fn with_transcript_handover(mut self, bytes: usize, since: usize) -> Self {
+        self.handover = transcript_store::Handover { bytes, since };
         self
     }
 
@@ -447,7 +460,10 @@ impl Checker {
             .and_then(|s| serde_json::to_string(s).ok())
     }
 
-    /// The session's transcript.
+    /// The session's transcript. Of a checker restored from a snapshot
+    /// that left a long transcript to its host's store, the messages it
+    /// holds only (all once the host gave the record back: see
+    /// [`Checker::holds_closed_history`]).
     pub fn transcript(&self, session_id: &str) -> Option<&Transcript> {
         self.sessions.get(session_id).map(|s| &s.x().transcript)
     }

@@ -288,10 +288,7 @@ impl<S: Store + 'static> Engine<S> {
     ) -> Result<String, EngineError> {
         let content: Value = content.into();
         self.command(p, session_id, |j| {
-            let earlier = j
-                .checker
-                .transcript(&j.session_id)
-                .and_then(|t| t.get(message_id));
+            let earlier = j.message(message_id);
             if let Some(m) = earlier {
                 let same = m.role == "user"
                     && m.scope == "session"

@@ -7,6 +7,7 @@
 //! then per session, in the JSON's session order:
 //!   part: dedup set | part: closed runs arena | part: closed tool calls arena
 //!   | part: transcript messages | part: transcript reasoning
+//!   (format 13 only:) | part: id hashes of the messages in the store
 //! part = length: u64 LE | bytes
 //! ```
 //!
@@ -32,10 +33,12 @@
 use super::closed::Closed;
 use super::conversation::IndexedList;
 use super::derived::{Derived, Graphs};
+use super::messages::Messages;
 use super::packed_messages::Packed;
 use super::reasoning_bytes;
 use super::seen::Seen;
 use super::session::Session;
+use super::transcript_store::{Handover, Stored, StoredMeta};
 use super::{Checker, ClientLedger, Transcript};
 use crate::small_map::SmallMap;
 use crate::validate::Validator;
@@ -70,6 +73,13 @@ const FORGETFUL_FORMAT: u32 = 11;
 /// then. A build that knows only version 11 refuses it rather than restore
 /// those arenas as complete.
 const CLOSED_FORMAT: u32 = 12;
+
+/// Version 13: version 12 in which a session may say `transcriptStored`:
+/// its first messages are in the host's store
+/// ([`super::transcript_store`]), its messages part holds only those
+/// since, and a sixth part per session holds the sorted hashes of the
+/// stored ones' ids (empty for a session that says nothing of it).
+const TRANSCRIPT_FORMAT: u32 = 13;
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
@@ -129,6 +139,8 @@ pub(super) fn write(c: &Checker, ids: EventIds) -> Vec<u8> {
         closed_before: u64,
         #[serde(rename = "closedRuns", skip_serializing_if = "is_false")]
         closed_runs: bool,
+        #[serde(rename = "transcriptStored", skip_serializing_if = "Option::is_none")]
+        transcript_stored: Option<StoredMeta>,
     }
     #[derive(Serialize)]
     struct SnapRef<'a, S> {
@@ -141,6 +153,13 @@ pub(super) fn write(c: &Checker, ids: EventIds) -> Vec<u8> {
     }
     // Closed history handed to the store is left out of a snapshot for it.
     let leave = |s: &Session| ids == EventIds::Omitted && c.closed_to_store && s.head > 0;
+    // Messages handed to the store are described, not written: in a
+    // snapshot for it, and in any snapshot of a checker that holds none.
+    fn stored_of(s: &Session, leave: bool, h: Handover) -> Option<&Stored> {
+        let m = &s.x().transcript.messages;
+        m.stored_form(h).filter(|_| m.away() > 0 || leave)
+    }
+    let stored = |s| stored_of(s, leave(s), c.handover);
     let snap = SnapRef {
         sessions: c
             .sessions
@@ -161,6 +180,7 @@ pub(super) fn write(c: &Checker, ids: EventIds) -> Vec<u8> {
                     },
                     closed_runs: s.closed_runs_before()
                         || (leave(s) && s.closed().is_some_and(|c| !c.runs.is_empty())),
+                    transcript_stored: stored(s).map(Stored::meta),
                 };
                 (&**k, open)
             })
@@ -173,6 +193,7 @@ pub(super) fn write(c: &Checker, ids: EventIds) -> Vec<u8> {
     let forgetful = ids == EventIds::Omitted || c.sessions.values().any(|s| s.ids_before > 0);
     let leaving = c.closed_to_store || c.sessions.values().any(|s| s.closed_before() > 0);
     let format = match (leaving, forgetful) {
+        _ if c.sessions.values().any(|s| stored(s).is_some()) => TRANSCRIPT_FORMAT,
         (true, _) => CLOSED_FORMAT,
         (false, true) => FORGETFUL_FORMAT,
         (false, false) => SNAPSHOT_FORMAT,
@@ -200,10 +221,19 @@ pub(super) fn write(c: &Checker, ids: EventIds) -> Vec<u8> {
         put_part(&mut out, |o| closed.map_or((), |c| c.runs.write_live(o)));
         put_part(&mut out, |o| closed.map_or((), |c| c.tools.write_live(o)));
         let t = &s.x().transcript;
-        put_part(&mut out, |o| t.messages.write(o));
+        let st = stored(s);
+        put_part(&mut out, |o| match st {
+            Some(st) => t.messages.write_from(st.count, o),
+            None => t.messages.write(o),
+        });
         put_part(&mut out, |o| {
             reasoning_bytes::write_reasoning(&t.reasoning, o)
         });
+        if format == TRANSCRIPT_FORMAT {
+            put_part(&mut out, |o| {
+                o.extend_from_slice(st.map_or(&[][..], |st| &st.hashes));
+            });
+        }
     }
     out
 }
@@ -219,6 +249,7 @@ fn not_handed_over(s: &Session) -> Closed {
             match key.kind {
                 ClosedKind::Run => kept.runs.insert(&key.id, b),
                 ClosedKind::ToolCall => kept.tools.insert(&key.id, b),
+                ClosedKind::Transcript => {}
             }
         }
     }
@@ -311,6 +342,8 @@ fn read(
         closed_before: u64,
         #[serde(rename = "closedRuns", default)]
         closed_runs: bool,
+        #[serde(rename = "transcriptStored", default)]
+        transcript_stored: Option<StoredMeta>,
     }
     #[derive(Deserialize)]
     struct Snap {
@@ -326,12 +359,19 @@ fn read(
         return None;
     }
     let format = u32::from_le_bytes(parts.take(4)?.try_into().ok()?);
-    if ![SNAPSHOT_FORMAT, FORGETFUL_FORMAT, CLOSED_FORMAT].contains(&format) {
+    if ![
+        SNAPSHOT_FORMAT,
+        FORGETFUL_FORMAT,
+        CLOSED_FORMAT,
+        TRANSCRIPT_FORMAT,
+    ]
+    .contains(&format)
+    {
         return None;
     }
     let snap: Snap = serde_json::from_slice(parts.part()?).ok()?;
-    // Only version 12 leaves closed history to a store.
-    if snap.closed_to_store && format != CLOSED_FORMAT {
+    // Only versions 12 and 13 leave closed history to a store.
+    if snap.closed_to_store && format < CLOSED_FORMAT {
         return None;
     }
     let mut sessions = BTreeMap::new();
@@ -352,6 +392,25 @@ fn read(
         }
         let (seen, runs, tools) = (parts.part()?, parts.part()?, parts.part()?);
         let (messages, reasoning) = (parts.part()?, parts.part()?);
+        let hashes = match format {
+            TRANSCRIPT_FORMAT => parts.part()?,
+            _ => &[],
+        };
+        // A session's stored messages are described only where the
+        // format says so, by a checker that leaves history to the store.
+        let stored = match &open.transcript_stored {
+            None if hashes.is_empty() => None,
+            Some(meta) if snap.closed_to_store => {
+                let mostly = shared.filter(|b| hashes.len() >= b.len() / 2);
+                let hashes = match mostly.and_then(|b| within(b, hashes)) {
+                    Some(b) => b,
+                    None => Bytes::copy_from_slice(hashes),
+                };
+                let st = Stored::from_meta(meta, hashes)?;
+                Some((st.at <= s.head).then_some(st)?)
+            }
+            _ => return None,
+        };
         // The messages are kept where they lie and checked, not decoded:
         // a slice of `shared` when they are most of it (holding the whole
         // buffer for a small part would cost more than a copy), else one
@@ -389,7 +448,11 @@ fn read(
         if !s.x().transcript.is_empty() {
             return None;
         }
-        if messages.is_some() || !reasoning.is_empty() {
+        let messages = match stored {
+            Some(st) => Messages::restored_away(st, messages)?,
+            None => Messages::restored(messages),
+        };
+        if !messages.is_empty() || !reasoning.is_empty() {
             s.x_mut().transcript = Transcript::restored(messages, reasoning);
         }
         s.w_mut().derived = open.derived;
@@ -414,6 +477,7 @@ fn read(
         canonical_graphs: false,
         full_history: false,
         closed_to_store: snap.closed_to_store,
+        handover: Default::default(),
     })
 }
 
