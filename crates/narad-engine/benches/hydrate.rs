@@ -17,8 +17,10 @@
 //! and tool calls to the store as side records: their count and the time
 //! are printed), and another fresh engine
 //! hydrates from that snapshot, five times (a fresh engine each time; the
-//! median and the fastest are printed, then every time in order). Figures
-//! only; nothing is asserted.
+//! median and the fastest are printed, then every time in order). Then a
+//! cold engine appends a new message, and another reads the whole state
+//! (which reads back a transcript the snapshot left to the store): each
+//! time, hydrate included, is printed. Figures only; nothing is asserted.
 //! `NARAD_BENCH_SIZES=1000000` and `NARAD_BENCH_CORPUS=runs` (or
 //! `messages`, `conversation`) narrow a run;
 //! `NARAD_BENCH_HYDRATES=30` takes more cold hydrates (to profile them).
@@ -212,6 +214,21 @@ async fn one_size(dir: &Path, corpus: Corpus, n: u64) {
     let each: Vec<String> = times.iter().map(|t| format!("{:.1}", t * 1e3)).collect();
     times.sort_by(f64::total_cmp);
     let (restored, fastest) = (times[times.len() / 2], times[0]);
+    // What a cold engine pays past the hydrate: a new message (decided
+    // without a transcript left to the store), then, in another, a read of
+    // the whole state (which reads that transcript back).
+    let after = cold(&path).await;
+    let t = Instant::now();
+    let message = after.message(&me, &sid, "one more").await.map(|_| ());
+    let message = (t.elapsed().as_secs_f64(), message);
+    after.store().close().await.unwrap();
+    drop(after);
+    let after = cold(&path).await;
+    let t = Instant::now();
+    let state = after.state_json(&me, &sid).await.map(|s| s.len());
+    let state = (t.elapsed().as_secs_f64(), state);
+    after.store().close().await.unwrap();
+    drop(after);
     let _ = std::fs::remove_file(&path);
     println!(
         "hydrate {:<8} {n:>8} events: snapshot {:>10} bytes ({:>6.1} B/event); cold hydrate from snapshot {:>8.1} ms (fastest {:>8.1}); full replay {:>8.1} ms ({:.0} events/s)",
@@ -230,6 +247,13 @@ async fn one_size(dir: &Path, corpus: Corpus, n: u64) {
     println!(
         "        write_snapshot after the full replay {:.1} ms; closed records in the store: {closed} ({closed_bytes} bytes with their keys)",
         write * 1e3
+    );
+    println!(
+        "        cold: hydrate and a new message {:.1} ms ({}); hydrate and a whole-state read {:.1} ms ({})",
+        message.0 * 1e3,
+        message.1.map_or_else(|e| e.code().to_owned(), |()| "ok".into()),
+        state.0 * 1e3,
+        state.1.map_or_else(|e| e.code().to_owned(), |n| format!("{n} bytes")),
     );
 }
 
