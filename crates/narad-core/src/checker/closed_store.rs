@@ -44,8 +44,8 @@ pub enum ClosedKind {
     Run,
     /// A finished tool call (its owning run).
     ToolCall,
-    /// A session's transcript messages, once long
-    /// ([`super::transcript_store`]): one record, with an empty id.
+    /// A session's transcript messages, once they pass
+    /// [`super::HANDOVER_BYTES`]: one record, with an empty id.
     Transcript,
 }
 
@@ -315,11 +315,8 @@ impl Checker {
             return false;
         };
         if key.kind == ClosedKind::Transcript {
-            if s.x().transcript.messages.away() == 0 {
-                return false;
-            }
-            let m = &mut s.x_mut().transcript.messages;
-            return stored.is_some_and(|b| m.recall(b));
+            let copy = |b: &[u8]| bytes::Bytes::copy_from_slice(b);
+            return stored.is_some_and(|b| self.recall_transcript(session_id, copy(b)));
         }
         if !s.unknown(key.kind, &key.id) {
             return false;
