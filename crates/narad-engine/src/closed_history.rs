@@ -209,7 +209,7 @@ pub(crate) async fn recall<S: Store + ?Sized>(
     for key in keys {
         let value = store.side(SideSpace::Closed, &store_key(&sid, key)).await?;
         if key.kind == ClosedKind::Transcript {
-            recall_transcript(j, value.as_deref())?;
+            recall_transcript(j, value)?;
             continue;
         }
         let bytes = match &value {
@@ -255,7 +255,7 @@ pub(crate) async fn recall_all<S: Store + ?Sized>(
     }
     for (key, value) in list(store, &sid).await? {
         if key.kind == ClosedKind::Transcript {
-            recall_transcript(j, Some(&value))?;
+            recall_transcript(j, Some(value))?;
             continue;
         }
         let bytes = usable(j, &key, &value)?;
@@ -273,18 +273,28 @@ pub(crate) async fn recall_all<S: Store + ?Sized>(
 /// another head than the one the checker's snapshot names is another
 /// writer's (a head conflict: `j` reloads); one of that head that the
 /// checker does not take, or none, is damage.
-pub(crate) fn recall_transcript(j: &mut Journal, value: Option<&[u8]>) -> Result<(), EngineError> {
+pub(crate) fn recall_transcript(
+    j: &mut Journal,
+    value: Option<bytes::Bytes>,
+) -> Result<(), EngineError> {
     let sid = j.session_id.clone();
     let Some(at) = j.checker.transcript_stored_at(&sid) else {
         return Ok(());
     };
     let key = key_of(ClosedKind::Transcript, "");
     let value = value.ok_or_else(|| corrupt(&sid, &key))?;
-    let bytes = usable(j, &key, value)?;
-    if j.checker.recall_closed(&sid, &key, Some(bytes)) {
+    let len = usable(j, &key, &value)?.len();
+    // Kept in place: a buffer of its own, not one a store shares (a
+    // layout 2 redb file's large value holds its read transaction open).
+    let start = value.len().saturating_sub(len);
+    let record = match value.is_unique() {
+        true => value.slice(start..),
+        false => bytes::Bytes::copy_from_slice(value.get(start..).unwrap_or_default()),
+    };
+    if j.checker.recall_transcript(&sid, record) {
         return Ok(());
     }
-    match Stored::decode(value) {
+    match Stored::decode(&value) {
         Some(s) if s.head > at => Err(moved_past(j, s.head.max(j.head + 1))),
         _ => Err(corrupt(&sid, &key)),
     }

@@ -251,14 +251,15 @@ impl Messages {
     /// Gives back the first messages a restore left to the store, as the
     /// part [`Messages::write`] wrote then; `false` (and no change) when
     /// none are away or `part` is not that part.
-    pub(super) fn recall(&mut self, part: &[u8]) -> bool {
+    /// Kept where it lies (`part` may be a slice of a host's buffer).
+    pub(super) fn recall(&mut self, part: bytes::Bytes) -> bool {
         let Some(s) = self.stored.as_deref().filter(|_| self.away > 0) else {
             return false;
         };
-        if !s.describes(part) {
+        if !s.describes(&part) {
             return false;
         }
-        match Packed::read(bytes::Bytes::copy_from_slice(part)) {
+        match Packed::read(part) {
             Some(p) if p.len() == self.away => {
                 self.packed = Some(p);
                 self.away = 0;

@@ -250,6 +250,30 @@ impl Checker {
         })
     }
 
+    /// Gives back the transcript record of `session_id` that this checker
+    /// was restored without, as [`Checker::take_closed`] handed it over:
+    /// [`Checker::recall_closed`] with the [`ClosedKind::Transcript`] key,
+    /// but kept where it lies (a slice of the host's buffer, which should
+    /// be its own: a store's shared buffer would be held as long). `false`,
+    /// and nothing learned, when none of its messages are away or the
+    /// bytes are not the record the snapshot named.
+    ///
+    /// ```
+    /// use narad_core::checker::Checker;
+    ///
+    /// let mut c = Checker::default();
+    /// assert!(!c.recall_transcript("s", bytes::Bytes::from_static(b"no")));
+    /// ```
+    pub fn recall_transcript(&mut self, session_id: &str, record: Bytes) -> bool {
+        let Some(s) = self.sessions.get_mut(session_id) else {
+            return false;
+        };
+        if s.x().transcript.messages.away() == 0 {
+            return false;
+        }
+        s.x_mut().transcript.messages.recall(record)
+    }
+
     /// The session head at which the transcript record the checker was
     /// restored without was handed over: a host that finds a record of
     /// another head finds another writer's, not a damaged one. `None` when
