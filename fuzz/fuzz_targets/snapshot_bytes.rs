@@ -6,6 +6,11 @@
 //! packed transcript's lengths, string ends and id table), spans cut,
 //! copied or inserted.
 //!
+//! With `leave`, the checker leaves closed history and its transcripts
+//! (past 64 bytes) to a store, as the engine's does: a snapshot for the
+//! store then describes the messages it handed over (format 13), and a
+//! restored checker is given those records back after a first read.
+//!
 //! Properties: no panic in `restore` or `restore_shared`; the two agree;
 //! whatever restores reads (state, debug state, every transcript message),
 //! takes the trace again and other traces' lines without a panic, and its
@@ -62,6 +67,8 @@ struct Input {
     edits: Vec<Edit>,
     /// Lines of other traces pushed after the restore: (journal, line).
     later: Vec<(u16, u16)>,
+    /// Leave closed history and transcripts to a store.
+    leave: bool,
 }
 
 fn apply(snap: &mut Vec<u8>, e: &Edit) {
@@ -121,6 +128,10 @@ fuzz_target!(|input: Input| {
         return;
     }
     let mut c = Checker::new(Validator::default());
+    if input.leave {
+        c = c.with_transcript_handover(64, 8);
+        c.leave_closed_to_store();
+    }
     let mut sids = BTreeSet::new();
     for line in &lines {
         let _ = c.push_bytes(line.as_bytes());
@@ -145,6 +156,14 @@ fuzz_target!(|input: Input| {
     if input.messages % 64 > 0 {
         sids.insert("fz".to_owned());
     }
+    // What a store would keep of what the checker handed over.
+    let kept: Vec<_> = sids
+        .iter()
+        .flat_map(|sid| {
+            let taken = c.take_closed(sid, usize::MAX);
+            taken.into_iter().map(move |r| (sid.clone(), r))
+        })
+        .collect();
     let mut snap = if input.for_store {
         c.snapshot_for_store()
     } else {
@@ -161,6 +180,10 @@ fuzz_target!(|input: Input| {
         "restore and restore_shared disagree"
     );
     for mut r in [owned, shared].into_iter().flatten() {
+        read_all(&r, &sids);
+        for (sid, record) in &kept {
+            let _ = r.recall_closed(sid, &record.key, Some(&record.bytes));
+        }
         read_all(&r, &sids);
         let again = Checker::restore(Validator::default(), &r.snapshot());
         assert_eq!(
