@@ -209,7 +209,7 @@ pub(crate) async fn recall<S: Store + ?Sized>(
     for key in keys {
         let value = store.side(SideSpace::Closed, &store_key(&sid, key)).await?;
         if key.kind == ClosedKind::Transcript {
-            recall_transcript(j, value)?;
+            recall_transcript(j, value).await?;
             continue;
         }
         let bytes = match &value {
@@ -255,7 +255,7 @@ pub(crate) async fn recall_all<S: Store + ?Sized>(
     }
     for (key, value) in list(store, &sid).await? {
         if key.kind == ClosedKind::Transcript {
-            recall_transcript(j, Some(value))?;
+            recall_transcript(j, Some(value)).await?;
             continue;
         }
         let bytes = usable(j, &key, &value)?;
@@ -264,7 +264,7 @@ pub(crate) async fn recall_all<S: Store + ?Sized>(
     }
     // The transcript the checker was restored without, when the store
     // holds no record of it.
-    recall_transcript(j, None)
+    recall_transcript(j, None).await
 }
 
 /// Gives `j`'s checker back the transcript messages it was restored
@@ -273,12 +273,15 @@ pub(crate) async fn recall_all<S: Store + ?Sized>(
 /// another head than the one the checker's snapshot names is another
 /// writer's (a head conflict: `j` reloads); one of that head that the
 /// checker does not take, or none, is damage.
-pub(crate) fn recall_transcript(
+pub(crate) async fn recall_transcript(
     j: &mut Journal,
     value: Option<bytes::Bytes>,
 ) -> Result<(), EngineError> {
     let sid = j.session_id.clone();
-    let Some(at) = j.checker.transcript_stored_at(&sid) else {
+    let (Some(at), Some(wanted)) = (
+        j.checker.transcript_stored_at(&sid),
+        j.checker.transcript_wanted(&sid),
+    ) else {
         return Ok(());
     };
     let key = key_of(ClosedKind::Transcript, "");
@@ -291,7 +294,15 @@ pub(crate) fn recall_transcript(
         true => value.slice(start..),
         false => bytes::Bytes::copy_from_slice(value.get(start..).unwrap_or_default()),
     };
-    if j.checker.recall_transcript(&sid, record) {
+    // A long transcript's check is milliseconds of CPU: on the blocking
+    // pool, as a snapshot's restore is.
+    let checked = match record.len() < crate::journal::OFF_THREAD_BYTES {
+        true => wanted.check(record),
+        false => crate::journal::off_thread(move || wanted.check(record))
+            .await
+            .flatten(),
+    };
+    if checked.is_some_and(|c| j.checker.install_transcript(&sid, c)) {
         return Ok(());
     }
     match Stored::decode(&value) {

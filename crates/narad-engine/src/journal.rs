@@ -14,8 +14,9 @@ use crate::error::EngineError;
 pub(crate) use crate::meta::Meta;
 use crate::snapshot::{self, Chain, Reject};
 
-/// From this size on, a snapshot is restored on the blocking pool.
-const OFF_THREAD_BYTES: usize = 1 << 20;
+/// From this size on, a snapshot is restored (and a transcript record
+/// checked) on the blocking pool.
+pub(crate) const OFF_THREAD_BYTES: usize = 1 << 20;
 
 /// How often a hydrate starts again when another writer moved the session
 /// on while it replayed ([`Journal::hydrate_through`]).

@@ -1,8 +1,9 @@
 //! A long session's CPU work runs on tokio's blocking pool, not on the
 //! async thread that polls it (a tokio worker serving other sessions, or a
 //! Python binding's event loop): a hydrate's snapshot restore from 1 MiB
-//! on, each replayed page from 256 events on, and the encoding of a
-//! periodic snapshot.
+//! on, each replayed page from 256 events on, the encoding of a periodic
+//! snapshot, and the check of a transcript record read back from the
+//! store from 1 MiB on.
 //!
 //! Seen on a current-thread runtime with a ticker task beside the hydrate,
 //! through `FaultStore::observe` on a real redb store: between the store
@@ -276,4 +277,55 @@ fn a_periodic_snapshot_is_encoded_off_the_async_thread() {
     assert_eq!(some.len(), 8, "{some:?}");
     let yielded = some.iter().filter(|&&t| t > 0).count();
     assert!((1..=3).contains(&yielded), "{some:?}");
+}
+
+/// Writes a session of ten messages of `size` bytes with a snapshot every
+/// ten events to `path` (the one at the tenth hands the transcript over), then reads its whole state beside a ticker (the
+/// read gives the checker the transcript record its snapshot left to the
+/// store) and returns the ticks from the `list_side` that read the record
+/// to the `head` call made right after the read.
+fn ticks_after_the_transcript_is_read(path: &Path, size: usize) -> u64 {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let sid = rt.block_on(async {
+        let e = writer(RedbStore::open(path).await.unwrap(), 10);
+        let sid = e
+            .create_session(&me(), NewSession::default())
+            .await
+            .unwrap();
+        for i in 0..10 {
+            let text = format!("{i}{}", "x".repeat(size));
+            e.message(&me(), &sid, text.as_str()).await.unwrap();
+        }
+        e.close().await.unwrap();
+        sid
+    });
+    drop(rt);
+    let listed = Arc::new(AtomicU64::new(u64::MAX));
+    let after = Arc::new(AtomicU64::new(0));
+    let (l, a) = (Arc::clone(&listed), Arc::clone(&after));
+    let observe = move |method, stage, ticks| match (method, stage) {
+        (Method::ListSide, Stage::Returned) => l.store(ticks, Ordering::SeqCst),
+        (Method::Head, Stage::Called) => a.store(ticks, Ordering::SeqCst),
+        _ => {}
+    };
+    ticked(path, observe, |store, _| async move {
+        let e = fixed_host(store, Arc::new(AllowAll));
+        e.state(&me(), &sid).await.unwrap();
+        e.store().head(&sid).await.unwrap();
+        e.close().await.unwrap();
+    });
+    let (listed, after) = (listed.load(Ordering::SeqCst), after.load(Ordering::SeqCst));
+    assert_ne!(listed, u64::MAX, "no closed record was read");
+    after - listed
+}
+
+#[test]
+fn a_long_transcript_record_is_checked_off_the_async_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2.5 MB of messages, past `OFF_THREAD_BYTES`.
+    let long = ticks_after_the_transcript_is_read(&dir.path().join("long.redb"), 250_000);
+    assert!(long > 0, "the record was checked in place");
+    // 400 kB: handed over too, and checked in place.
+    let short = ticks_after_the_transcript_is_read(&dir.path().join("short.redb"), 40_000);
+    assert_eq!(short, 0);
 }

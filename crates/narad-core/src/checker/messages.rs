@@ -248,25 +248,19 @@ impl Messages {
         packed_messages::write(src, out);
     }
 
-    /// Gives back the first messages a restore left to the store, as the
-    /// part [`Messages::write`] wrote then; `false` (and no change) when
-    /// none are away or `part` is not that part.
-    /// Kept where it lies (`part` may be a slice of a host's buffer).
-    pub(super) fn recall(&mut self, part: bytes::Bytes) -> bool {
+    /// Installs the first messages a restore left to the store, read back
+    /// and checked as the ones `stored` describes; `false` (and no change)
+    /// when none are away or they are not those.
+    pub(super) fn recall(&mut self, checked: Packed, digest: u128) -> bool {
         let Some(s) = self.stored.as_deref().filter(|_| self.away > 0) else {
             return false;
         };
-        if !s.describes(&part) {
+        if s.digest != digest || checked.len() != self.away {
             return false;
         }
-        match Packed::read(part) {
-            Some(p) if p.len() == self.away => {
-                self.packed = Some(p);
-                self.away = 0;
-                true
-            }
-            _ => false,
-        }
+        self.packed = Some(checked);
+        self.away = 0;
+        true
     }
 
     /// Appends the snapshot part of the messages: runs of packed ones that

@@ -40,7 +40,7 @@ pub use conversation::{Message, Reasoning, Transcript};
 pub use documents::{Document, Documents, Lifecycle};
 pub use label::Label;
 pub use messages::Messages;
-pub use transcript_store::{HANDOVER_BYTES, SINCE_MAX};
+pub use transcript_store::{CheckedTranscript, TranscriptWanted, HANDOVER_BYTES, SINCE_MAX};
 
 use crate::graph::RunGraph;
 use crate::model::{

@@ -23,6 +23,7 @@
 
 use super::closed_store::{ClosedKey, ClosedKind};
 use super::messages::Messages;
+use super::packed_messages::Packed;
 use super::seen::id_hash;
 use super::Checker;
 use bytes::Bytes;
@@ -80,11 +81,6 @@ pub(crate) struct Stored {
 }
 
 impl Stored {
-    /// Whether `record` is the record this describes.
-    pub fn describes(&self, record: &[u8]) -> bool {
-        xxhash_rust::xxh3::xxh3_128(record) == self.digest
-    }
-
     /// Whether an id hashing to `h` may be one of them.
     fn may_hold(&self, h: u64) -> bool {
         let n = self.hashes.len() / 8;
@@ -136,6 +132,47 @@ impl Stored {
             digest,
             hashes,
             stale: false,
+        })
+    }
+}
+
+/// What a transcript record must be to be given back to a checker
+/// ([`Checker::transcript_wanted`]): owned, so the check can run on
+/// another thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranscriptWanted {
+    count: usize,
+    digest: u128,
+}
+
+/// A transcript record that passed [`TranscriptWanted::check`], for
+/// [`Checker::install_transcript`].
+pub struct CheckedTranscript {
+    packed: Packed,
+    digest: u128,
+}
+
+impl std::fmt::Debug for CheckedTranscript {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckedTranscript")
+            .field("count", &self.packed.len())
+            .field("digest", &format_args!("{:032x}", self.digest))
+            .finish()
+    }
+}
+
+impl TranscriptWanted {
+    /// Checks `record`: its digest, and every message record, string bound
+    /// and id table position, as a snapshot restore checks its messages
+    /// part (none is decoded). `None` for any other bytes.
+    pub fn check(&self, record: Bytes) -> Option<CheckedTranscript> {
+        if xxhash_rust::xxh3::xxh3_128(&record) != self.digest {
+            return None;
+        }
+        let packed = Packed::read(record).filter(|p| p.len() == self.count)?;
+        Some(CheckedTranscript {
+            packed,
+            digest: self.digest,
         })
     }
 }
@@ -256,7 +293,9 @@ impl Checker {
     /// but kept where it lies (a slice of the host's buffer, which should
     /// be its own: a store's shared buffer would be held as long). `false`,
     /// and nothing learned, when none of its messages are away or the
-    /// bytes are not the record the snapshot named.
+    /// bytes are not the record the snapshot named. The check is
+    /// [`TranscriptWanted::check`], which a host may run apart (on another
+    /// thread) and install with [`Checker::install_transcript`].
     ///
     /// ```
     /// use narad_core::checker::Checker;
@@ -265,13 +304,36 @@ impl Checker {
     /// assert!(!c.recall_transcript("s", bytes::Bytes::from_static(b"no")));
     /// ```
     pub fn recall_transcript(&mut self, session_id: &str, record: Bytes) -> bool {
+        let checked = self
+            .transcript_wanted(session_id)
+            .and_then(|w| w.check(record));
+        checked.is_some_and(|c| self.install_transcript(session_id, c))
+    }
+
+    /// What the transcript record `session_id` was restored without must
+    /// be; `None` when none of its messages are away.
+    pub fn transcript_wanted(&self, session_id: &str) -> Option<TranscriptWanted> {
+        let m = &self.sessions.get(session_id)?.x().transcript.messages;
+        let s = m.stored.as_deref().filter(|_| m.away() > 0)?;
+        Some(TranscriptWanted {
+            count: s.count,
+            digest: s.digest,
+        })
+    }
+
+    /// Installs a record [`TranscriptWanted::check`] passed; `false`, and
+    /// nothing learned, unless `session_id` still wants that very record.
+    pub fn install_transcript(&mut self, session_id: &str, checked: CheckedTranscript) -> bool {
         let Some(s) = self.sessions.get_mut(session_id) else {
             return false;
         };
         if s.x().transcript.messages.away() == 0 {
             return false;
         }
-        s.x_mut().transcript.messages.recall(record)
+        s.x_mut()
+            .transcript
+            .messages
+            .recall(checked.packed, checked.digest)
     }
 
     /// The session head at which the transcript record the checker was
