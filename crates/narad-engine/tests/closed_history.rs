@@ -10,20 +10,11 @@ mod common;
 
 use std::future::Future;
 
-use common::{finished, me};
+use common::{finished, me, snapshotting};
 use narad_core::checker::Checker;
-use narad_engine::{Engine, EngineConfig, StartRun, StopTarget, ToolOutcome};
+use narad_engine::{Engine, StartRun, StopTarget, ToolOutcome};
 use narad_store::{Batch, Expect, SideSpace, SideWrite, Store};
 use serde_json::json;
-
-/// An engine over `store` writing a reducer snapshot every 10 events.
-fn snapshotting<S: Store + 'static>(store: S) -> Engine<S> {
-    let config = EngineConfig {
-        snapshot_every: 10,
-        ..Default::default()
-    };
-    common::configured(store, config)
-}
 
 async fn postgres(url: &str, schema: &str) -> narad_store_postgres::PostgresStore {
     narad_store_postgres::PostgresStore::open(url, schema)

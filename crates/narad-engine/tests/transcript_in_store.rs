@@ -10,20 +10,10 @@ mod common;
 
 use std::future::Future;
 
-use common::me;
+use common::{me, snapshotting};
 use narad_core::checker::{Checker, HANDOVER_BYTES};
+use narad_engine::Engine;
 use narad_store::{Batch, Expect, SideSpace, SideWrite, Store};
-
-/// An engine over `store` writing a reducer snapshot every 10 events.
-fn snapshotting<S: Store + 'static>(store: S) -> Engine<S> {
-    let config = EngineConfig {
-        snapshot_every: 10,
-        ..Default::default()
-    };
-    common::configured(store, config)
-}
-
-use narad_engine::{Engine, EngineConfig};
 
 /// Text of about 1 KiB, numbered.
 fn text(i: usize) -> String {

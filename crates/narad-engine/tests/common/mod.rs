@@ -33,6 +33,15 @@ pub fn fixed_host<S: Store + 'static>(store: S, auth: Arc<dyn Authorizer>) -> En
     )
 }
 
+/// [`configured`] writing a reducer snapshot every 10 events.
+pub fn snapshotting<S: Store + 'static>(store: S) -> Engine<S> {
+    let config = EngineConfig {
+        snapshot_every: 10,
+        ..Default::default()
+    };
+    configured(store, config)
+}
+
 /// An engine over `store` on the tests' fixed clock, random ids (a
 /// restarted engine must not reuse an earlier one's) and `config`.
 pub fn configured<S: Store + 'static>(store: S, config: EngineConfig) -> Engine<S> {
