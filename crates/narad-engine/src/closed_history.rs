@@ -278,12 +278,10 @@ pub(crate) async fn recall_transcript(
     value: Option<bytes::Bytes>,
 ) -> Result<(), EngineError> {
     let sid = j.session_id.clone();
-    let (Some(at), Some(wanted)) = (
-        j.checker.transcript_stored_at(&sid),
-        j.checker.transcript_wanted(&sid),
-    ) else {
+    let Some(wanted) = j.checker.transcript_wanted(&sid) else {
         return Ok(());
     };
+    let at = wanted.at();
     let key = key_of(ClosedKind::Transcript, "");
     let value = value.ok_or_else(|| corrupt(&sid, &key))?;
     let len = usable(j, &key, &value)?.len();

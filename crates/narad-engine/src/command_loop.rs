@@ -316,8 +316,6 @@ impl<S: Store + 'static> Engine<S> {
                     *slot = None;
                     return self.reload_if_moved(&mut slot, e);
                 }
-            }
-            if snapshot {
                 let encoded = match slot.take() {
                     Some(j) => {
                         j.snapshot_write(events.clone(), crate::closed_history::PER_BATCH)

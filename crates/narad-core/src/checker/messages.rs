@@ -58,6 +58,12 @@ pub struct Messages {
     away: usize,
 }
 
+/// A message's text as a part's size estimate and the handover threshold
+/// count it: its id and content.
+fn text_of(m: &Message) -> usize {
+    m.message_id.len() + m.content.len()
+}
+
 /// The message id at each position of `m`.
 fn ids<'a>(m: &'a [Message]) -> impl Fn(usize) -> Option<&'a str> + Copy + 'a {
     move |p| m.get(p).map(|m| m.message_id.as_str())
@@ -103,7 +109,7 @@ impl Messages {
         let mut bytes = self.packed.as_ref().map_or(0, Packed::text_len);
         bytes >= n
             || self.live.iter().any(|m| {
-                bytes += m.message_id.len() + m.content.len();
+                bytes += text_of(m);
                 bytes >= n
             })
     }
@@ -151,6 +157,16 @@ impl Messages {
             None => self.decoded().get(i),
             Some(j) => self.live.get(j),
         }
+    }
+
+    /// The ids of the held messages in order, a packed one's read in place
+    /// (an id never changes, so a thawed or decoded copy has the same).
+    pub(super) fn ids(&self) -> impl Iterator<Item = &str> + '_ {
+        let packed = self
+            .packed
+            .iter()
+            .flat_map(|p| (0..p.len()).filter_map(|i| p.message_id(i)));
+        packed.chain(self.live.iter().map(|m| m.message_id.as_str()))
     }
 
     /// The messages in order, each packed one decoded in turn and not kept.
@@ -239,10 +255,7 @@ impl Messages {
         let src = Source {
             entries: live.iter().map(|m| Entry::Message(Cow::Borrowed(m))),
             count: live.len(),
-            text: live
-                .iter()
-                .map(|m| m.message_id.len() + m.content.len())
-                .sum(),
+            text: live.iter().map(text_of).sum(),
             base: None,
         };
         packed_messages::write(src, out);
@@ -252,7 +265,7 @@ impl Messages {
     /// and checked as the ones `stored` describes; `false` (and no change)
     /// when none are away or they are not those.
     pub(super) fn recall(&mut self, checked: Packed, digest: u128) -> bool {
-        let Some(s) = self.stored.as_deref().filter(|_| self.away > 0) else {
+        let Some(s) = self.away_stored() else {
             return false;
         };
         if s.digest != digest || checked.len() != self.away {
@@ -289,11 +302,7 @@ impl Messages {
             }
         }
         let text = self.packed.as_ref().map_or(0, Packed::text_len)
-            + self
-                .live
-                .iter()
-                .map(|m| m.message_id.len() + m.content.len())
-                .sum::<usize>();
+            + self.live.iter().map(text_of).sum::<usize>();
         let live = self.live.iter().map(|m| Entry::Message(Cow::Borrowed(m)));
         let src = Source {
             entries: entries.into_iter().chain(live),

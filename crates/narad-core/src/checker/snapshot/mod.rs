@@ -324,6 +324,17 @@ fn within(whole: &Bytes, part: &[u8]) -> Option<Bytes> {
     (end <= whole.len()).then(|| whole.slice(start..end))
 }
 
+/// `part` kept as it lies: a slice of `shared` when it is most of it
+/// (holding the whole buffer for a small part would cost more than a
+/// copy), else one copy of it.
+fn kept(shared: Option<&Bytes>, part: &[u8]) -> Bytes {
+    let mostly = shared.filter(|b| part.len() >= b.len() / 2);
+    match mostly.and_then(|b| within(b, part)) {
+        Some(b) => b,
+        None => Bytes::copy_from_slice(part),
+    }
+}
+
 /// [`read_checked`] without the check's result: `alongside` runs in each
 /// session's restore, on this thread, beside the second thread if any.
 fn read(
@@ -401,25 +412,16 @@ fn read(
         let stored = match &open.transcript_stored {
             None if hashes.is_empty() => None,
             Some(meta) if snap.closed_to_store => {
-                let mostly = shared.filter(|b| hashes.len() >= b.len() / 2);
-                let hashes = match mostly.and_then(|b| within(b, hashes)) {
-                    Some(b) => b,
-                    None => Bytes::copy_from_slice(hashes),
-                };
-                let st = Stored::from_meta(meta, hashes)?;
-                Some((st.at <= s.head).then_some(st)?)
+                let st = Stored::from_meta(meta, kept(shared, hashes))?;
+                if st.at > s.head {
+                    return None;
+                }
+                Some(st)
             }
             _ => return None,
         };
-        // The messages are kept where they lie and checked, not decoded:
-        // a slice of `shared` when they are most of it (holding the whole
-        // buffer for a small part would cost more than a copy), else one
-        // copy of their part.
-        let mostly = shared.filter(|b| messages.len() >= b.len() / 2);
-        let messages = match mostly.and_then(|b| within(b, messages)) {
-            Some(b) => b,
-            None => Bytes::copy_from_slice(messages),
-        };
+        // The messages are kept where they lie and checked, not decoded.
+        let messages = kept(shared, messages);
         // Thread two checks the dedup set, arenas and messages in place,
         // while this one decodes the reasoning (a conversation's many
         // strings) and runs `alongside`.

@@ -142,6 +142,7 @@ impl Stored {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TranscriptWanted {
     count: usize,
+    at: u64,
     digest: u128,
 }
 
@@ -162,6 +163,13 @@ impl std::fmt::Debug for CheckedTranscript {
 }
 
 impl TranscriptWanted {
+    /// The session head at which the record was handed over: a host that
+    /// finds a record of a later head finds another writer's, not a
+    /// damaged one.
+    pub fn at(&self) -> u64 {
+        self.at
+    }
+
     /// Checks `record`: its digest, and every message record, string bound
     /// and id table position, as a snapshot restore checks its messages
     /// part (none is decoded). `None` for any other bytes.
@@ -187,14 +195,16 @@ pub(super) struct StoredMeta {
 }
 
 impl Messages {
+    /// What the store holds of the messages a restore left away; `None`
+    /// when all are held.
+    pub(super) fn away_stored(&self) -> Option<&Stored> {
+        self.stored.as_deref().filter(|_| self.away() > 0)
+    }
+
     /// Whether an id hashing as `id` may be one of the messages left to
     /// the store and not held.
     pub(super) fn away_may_hold(&self, id: &str) -> bool {
-        self.away() > 0
-            && self
-                .stored
-                .as_deref()
-                .is_some_and(|s| s.may_hold(id_hash(id)))
+        self.away_stored().is_some_and(|s| s.may_hold(id_hash(id)))
     }
 
     /// Whether a snapshot for the store describes the messages as stored
@@ -226,7 +236,7 @@ impl Messages {
         }
         let mut record = Vec::new();
         self.write(&mut record);
-        let mut hashes: Vec<u64> = self.each().map(|m| id_hash(&m.message_id)).collect();
+        let mut hashes: Vec<u64> = self.ids().map(id_hash).collect();
         hashes.sort_unstable();
         let hashes: Vec<u8> = hashes.iter().flat_map(|h| h.to_le_bytes()).collect();
         self.stored = Some(Box::new(Stored {
@@ -280,10 +290,8 @@ impl Checker {
         self.sessions.get(session_id).is_some_and(|s| {
             let m = &s.x().transcript.messages;
             let since = self.handover.since;
-            m.away() > 0
-                && m.stored
-                    .as_deref()
-                    .is_some_and(|st| m.len() - st.count >= since)
+            m.away_stored()
+                .is_some_and(|st| m.len() - st.count >= since)
         })
     }
 
@@ -313,11 +321,12 @@ impl Checker {
     /// What the transcript record `session_id` was restored without must
     /// be; `None` when none of its messages are away.
     pub fn transcript_wanted(&self, session_id: &str) -> Option<TranscriptWanted> {
-        let m = &self.sessions.get(session_id)?.x().transcript.messages;
-        let s = m.stored.as_deref().filter(|_| m.away() > 0)?;
+        let s = self.sessions.get(session_id)?;
+        let st = s.x().transcript.messages.away_stored()?;
         Some(TranscriptWanted {
-            count: s.count,
-            digest: s.digest,
+            count: st.count,
+            at: st.at,
+            digest: st.digest,
         })
     }
 
@@ -341,8 +350,7 @@ impl Checker {
     /// another head finds another writer's, not a damaged one. `None` when
     /// none is away.
     pub fn transcript_stored_at(&self, session_id: &str) -> Option<u64> {
-        let m = &self.sessions.get(session_id)?.x().transcript.messages;
-        m.stored.as_deref().filter(|_| m.away() > 0).map(|s| s.at)
+        self.transcript_wanted(session_id).map(|w| w.at)
     }
 }
 
