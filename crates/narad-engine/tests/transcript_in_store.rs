@@ -125,30 +125,43 @@ where
     e.store().close().await.unwrap();
     drop(e);
 
-    // A damaged transcript record is refused as damage, never read as
-    // fewer messages.
-    let e = snapshotting(open().await);
+    // A damaged transcript record, or none where the snapshot names one,
+    // is refused as damage, never read as fewer messages.
     let mut bad = record.to_vec();
     let at = bad.len() / 2;
     bad[at] ^= 0x20;
-    e.store()
-        .append(Batch {
-            session_id: sid.clone(),
-            expected_head: head as u64,
-            side: vec![SideWrite {
-                space: SideSpace::Closed,
-                key: key.clone(),
-                expect: Expect::Any,
-                value: Some(bad.into()),
-            }],
-            ..Batch::default()
-        })
-        .await
-        .unwrap();
-    drop(e);
+    for value in [Some(bad.into()), None, Some(record.clone())] {
+        let value_is_the_record = value.as_ref() == Some(&record);
+        let e = snapshotting(open().await);
+        e.store()
+            .append(Batch {
+                session_id: sid.clone(),
+                expected_head: head as u64,
+                side: vec![SideWrite {
+                    space: SideSpace::Closed,
+                    key: key.clone(),
+                    expect: Expect::Any,
+                    value,
+                }],
+                ..Batch::default()
+            })
+            .await
+            .unwrap();
+        e.store().close().await.unwrap();
+        drop(e);
+        let e = snapshotting(open().await);
+        let read = e.state_json(&me(), &sid).await;
+        e.store().close().await.unwrap();
+        if value_is_the_record {
+            // Given back as written, it reads as before.
+            assert_eq!(read.unwrap(), reference.state_json(&sid).unwrap());
+        } else {
+            let err = read.unwrap_err();
+            assert_eq!(err.code(), "corrupt_record", "{err}");
+        }
+    }
     let e = snapshotting(open().await);
-    let err = e.state_json(&me(), &sid).await.unwrap_err();
-    assert_eq!(err.code(), "corrupt_record", "{err}");
+    assert!(transcript_record(e.store()).await.is_some());
     // Deleting the session deletes its transcript record.
     e.delete_session(&me(), &sid, true).await.unwrap();
     assert!(transcript_record(e.store()).await.is_none());
