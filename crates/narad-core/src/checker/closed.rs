@@ -435,12 +435,12 @@ impl Session {
             });
             if let Some(b) = packed {
                 self.w_mut().runs.remove(id);
+                let b = self.settled(id, b);
                 self.closed
                     .get_or_insert_with(Box::default)
                     .runs
                     .insert(id, &b);
                 self.closed_changed(ClosedKind::Run, id);
-                self.settle_root(id);
             }
         }
         if let Some(root) = root {
@@ -454,6 +454,29 @@ impl Session {
                 c.tools.shrink();
             }
         }
+    }
+
+    /// The record `b` of run `id`, just packed, with the head and packed
+    /// graph kept under its id moved into it: what [`Self::settle_root`]
+    /// makes of it once stored, without storing it twice (a replaced
+    /// record is a dead one the arena must compact away).
+    fn settled(&mut self, id: &str, b: Vec<u8>) -> Vec<u8> {
+        let head = self.w().run_heads.get(id).copied();
+        let packed_graph = matches!(self.w().derived.get(id), Some(Derived::Packed(_)));
+        if head.is_none() && !packed_graph {
+            return b;
+        }
+        let Some((_, run_len)) = ClosedRun::unpack(id, &b) else {
+            return b;
+        };
+        if head.is_some() {
+            self.w_mut().run_heads.remove(id);
+        }
+        let graph = match packed_graph.then(|| self.w_mut().derived.remove(id)) {
+            Some(Some(Derived::Packed(g))) => Some(g),
+            _ => None,
+        };
+        Record::encode(&b, run_len, head, graph.as_deref())
     }
 
     /// Moves the head and packed graph kept under `key` into the record of
