@@ -435,7 +435,8 @@ impl Session {
             });
             if let Some(b) = packed {
                 self.w_mut().runs.remove(id);
-                let b = self.settled(id, b);
+                // Settled before it is stored, so it is stored once.
+                let b = self.settled(id, &b).unwrap_or(b);
                 self.closed
                     .get_or_insert_with(Box::default)
                     .runs
@@ -456,19 +457,17 @@ impl Session {
         }
     }
 
-    /// The record `b` of run `id`, just packed, with the head and packed
-    /// graph kept under its id moved into it: what [`Self::settle_root`]
-    /// makes of it once stored, without storing it twice (a replaced
-    /// record is a dead one the arena must compact away).
-    fn settled(&mut self, id: &str, b: Vec<u8>) -> Vec<u8> {
+    /// The record `b` of closed run `id` with the head and packed graph
+    /// kept under its id moved into it (each in place of the record's
+    /// own), which are no longer kept there; `None`, and nothing moved,
+    /// when neither is kept or `b` is no run record.
+    fn settled(&mut self, id: &str, b: &[u8]) -> Option<Vec<u8>> {
         let head = self.w().run_heads.get(id).copied();
         let packed_graph = matches!(self.w().derived.get(id), Some(Derived::Packed(_)));
         if head.is_none() && !packed_graph {
-            return b;
+            return None;
         }
-        let Some((_, run_len)) = ClosedRun::unpack(id, &b) else {
-            return b;
-        };
+        let old = Record::parse(id, b)?;
         if head.is_some() {
             self.w_mut().run_heads.remove(id);
         }
@@ -476,7 +475,12 @@ impl Session {
             Some(Some(Derived::Packed(g))) => Some(g),
             _ => None,
         };
-        Record::encode(&b, run_len, head, graph.as_deref())
+        Some(Record::encode(
+            b,
+            old.run_len,
+            head.or(old.head),
+            graph.as_deref().or(old.graph),
+        ))
     }
 
     /// Moves the head and packed graph kept under `key` into the record of
@@ -487,27 +491,18 @@ impl Session {
         if self.w().runs.contains_key(key) {
             return;
         }
-        let head = self.w().run_heads.get(key).copied();
-        let graph = match self.w().derived.get(key) {
-            Some(Derived::Packed(b)) => Some(b.clone()),
-            _ => None,
-        };
-        if head.is_none() && graph.is_none() {
-            return;
-        }
-        let Some((old_head, old_graph)) = self
-            .record(key)
-            .map(|r| (r.head, r.graph.map(<[u8]>::to_vec)))
+        let Some(b) = self
+            .closed()
+            .and_then(|c| c.runs.get(key))
+            .map(<[u8]>::to_vec)
         else {
             return;
         };
-        let graph = graph.map(Vec::from).or(old_graph);
-        self.set_tail(key, head.or(old_head), graph.as_deref());
-        if head.is_some() {
-            self.w_mut().run_heads.remove(key);
-        }
-        if matches!(self.w().derived.get(key), Some(Derived::Packed(_))) {
-            self.w_mut().derived.remove(key);
+        if let Some(b) = self.settled(key, &b) {
+            if let Some(c) = self.closed.as_deref_mut() {
+                c.runs.replace(key, &b);
+            }
+            self.closed_changed(ClosedKind::Run, key);
         }
     }
 
