@@ -13,7 +13,7 @@ use std::future::Future;
 use common::{finished, me, snapshotting};
 use narad_core::checker::Checker;
 use narad_engine::{Engine, StartRun, StopTarget, ToolOutcome};
-use narad_store::{Batch, Expect, SideSpace, SideWrite, Store};
+use narad_store::{SideSpace, Store};
 use serde_json::json;
 
 async fn postgres(url: &str, schema: &str) -> narad_store_postgres::PostgresStore {
@@ -69,17 +69,9 @@ where
     assert!(later <= small + 64, "{small} -> {later}");
     let kept = closed_records(e.store()).await;
     assert!(kept >= 80, "{kept} closed records");
-    let state = e.state_json(&me(), &sid).await.unwrap();
-    e.store().close().await.unwrap();
-    drop(e);
-
     // A restarted engine restores the snapshot without them, and reads the
     // same whole state.
-    let e = snapshotting(open().await);
-    assert_eq!(e.state_json(&me(), &sid).await.unwrap(), state);
-    assert_eq!(e.stats().from_snapshot, 1);
-    e.store().close().await.unwrap();
-    drop(e);
+    common::restarts_to_same_state(e, &open, &sid).await;
 
     // Commands on closed runs and tool calls are refused as before.
     let e = snapshotting(open().await);
@@ -167,23 +159,6 @@ async fn closed_of<S: Store>(store: &S, run: &str) -> (String, bytes::Bytes) {
     all.into_iter().find(|(k, _)| k.ends_with(&suffix)).unwrap()
 }
 
-/// Writes a closed record of session `sid` straight to the store.
-async fn put<S: Store>(store: &S, sid: &str, key: String, value: Vec<u8>) {
-    let write = SideWrite {
-        space: SideSpace::Closed,
-        key,
-        expect: Expect::Any,
-        value: Some(value.into()),
-    };
-    let batch = Batch {
-        session_id: sid.to_owned(),
-        expected_head: store.head(sid).await.unwrap(),
-        side: vec![write],
-        ..Batch::default()
-    };
-    store.append(batch).await.unwrap();
-}
-
 /// A closed record that is not one is reported as damaged, never decided
 /// without.
 async fn damaged<S, F, Fut>(open: F)
@@ -196,7 +171,7 @@ where
     let sid = common::session(&e).await;
     let done = runs(&e, &sid, 10).await;
     let (key, _) = closed_of(e.store(), &done[0].0).await;
-    put(e.store(), &sid, key, vec![0xff, 0xfe]).await;
+    common::put_closed(e.store(), &sid, key, Some(vec![0xff, 0xfe].into())).await;
     e.store().close().await.unwrap();
     drop(e);
     let e = snapshotting(open().await);
@@ -213,11 +188,11 @@ where
     let mut future = bytes.to_vec();
     let head = e.store().head(&sid).await.unwrap();
     future[1..9].copy_from_slice(&(head + 100).to_be_bytes());
-    put(
+    common::put_closed(
         e.store(),
         &sid,
         format!("{}:{sid}/rghost", sid.len()),
-        future,
+        Some(future.into()),
     )
     .await;
     let err = e

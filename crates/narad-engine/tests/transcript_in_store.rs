@@ -11,9 +11,8 @@ mod common;
 use std::future::Future;
 
 use common::{me, snapshotting};
-use narad_core::checker::{Checker, HANDOVER_BYTES};
-use narad_engine::Engine;
-use narad_store::{Batch, Expect, SideSpace, SideWrite, Store};
+use narad_core::checker::HANDOVER_BYTES;
+use narad_store::{SideSpace, Store};
 
 /// Text of about 1 KiB, numbered.
 fn text(i: usize) -> String {
@@ -28,16 +27,6 @@ async fn transcript_record<S: Store>(store: &S) -> Option<(String, bytes::Bytes)
         .unwrap()
         .into_iter()
         .find(|(k, _)| k.ends_with('m'))
-}
-
-/// What a checker that replayed the stored journal reads.
-async fn replayed<S: Store + 'static>(e: &Engine<S>, sid: &str) -> (Checker, String) {
-    let mut c = Checker::default();
-    for b in common::journal(e, sid).await {
-        c.push_bytes(&b).unwrap();
-    }
-    let state = c.state_json(sid).unwrap();
-    (c, state)
 }
 
 async fn scenario<S, F, Fut>(open: F)
@@ -66,17 +55,9 @@ where
         snapshot.len(),
         record.len()
     );
-    let state = e.state_json(&me(), &sid).await.unwrap();
-    e.store().close().await.unwrap();
-    drop(e);
-
     // A restarted engine restores the snapshot without the messages and
     // reads the same whole state.
-    let e = snapshotting(open().await);
-    assert_eq!(e.state_json(&me(), &sid).await.unwrap(), state);
-    assert_eq!(e.stats().from_snapshot, 1);
-    e.store().close().await.unwrap();
-    drop(e);
+    common::restarts_to_same_state(e, &open, &sid).await;
 
     // A new message is decided at once; an old id is looked up: the same
     // message again is answered as before, another is refused.
@@ -94,8 +75,11 @@ where
     e.message_with_id(&me(), &sid, "fresh", "hello")
         .await
         .unwrap();
-    let (mut reference, want) = replayed(&e, &sid).await;
-    assert_eq!(e.state_json(&me(), &sid).await.unwrap(), want);
+    let mut reference = common::assert_valid(&e, &sid).await;
+    assert_eq!(
+        e.state_json(&me(), &sid).await.unwrap(),
+        reference.state_json(&sid).unwrap()
+    );
     e.store().close().await.unwrap();
     drop(e);
 
@@ -133,20 +117,7 @@ where
     for value in [Some(bad.into()), None, Some(record.clone())] {
         let value_is_the_record = value.as_ref() == Some(&record);
         let e = snapshotting(open().await);
-        e.store()
-            .append(Batch {
-                session_id: sid.clone(),
-                expected_head: head as u64,
-                side: vec![SideWrite {
-                    space: SideSpace::Closed,
-                    key: key.clone(),
-                    expect: Expect::Any,
-                    value,
-                }],
-                ..Batch::default()
-            })
-            .await
-            .unwrap();
+        common::put_closed(e.store(), &sid, key.clone(), value).await;
         e.store().close().await.unwrap();
         drop(e);
         let e = snapshotting(open().await);

@@ -1,6 +1,7 @@
 //! Shared test set-up: engines over real redb files, journal checks.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -242,6 +243,43 @@ pub async fn snapshot_of<S: Store>(store: &S, sid: &str) -> Vec<u8> {
         .unwrap()
         .unwrap()
         .to_vec()
+}
+
+/// Writes the closed record `key` of session `sid` straight to the store
+/// (`None` deletes it).
+pub async fn put_closed<S: Store>(store: &S, sid: &str, key: String, value: Option<Bytes>) {
+    store
+        .append(Batch {
+            session_id: sid.to_owned(),
+            expected_head: store.head(sid).await.unwrap(),
+            side: vec![SideWrite {
+                space: SideSpace::Closed,
+                key,
+                expect: Expect::Any,
+                value,
+            }],
+            ..Batch::default()
+        })
+        .await
+        .unwrap();
+}
+
+/// Closes `e`, then checks that a [`snapshotting`] engine restarted on
+/// `open()`'s store restores `sid` from its snapshot and reads the whole
+/// state `e` read.
+pub async fn restarts_to_same_state<S, F, Fut>(e: Engine<S>, open: &F, sid: &str)
+where
+    S: Store + 'static,
+    F: Fn() -> Fut,
+    Fut: Future<Output = S>,
+{
+    let state = e.state_json(&me(), sid).await.unwrap();
+    e.store().close().await.unwrap();
+    drop(e);
+    let e = snapshotting(open().await);
+    assert_eq!(e.state_json(&me(), sid).await.unwrap(), state);
+    assert_eq!(e.stats().from_snapshot, 1);
+    e.store().close().await.unwrap();
 }
 
 /// Replaces the stored reducer snapshot record of `sid` with `bytes`.
