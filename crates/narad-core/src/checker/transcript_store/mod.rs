@@ -344,14 +344,6 @@ impl Checker {
             .messages
             .recall(checked.packed, checked.digest)
     }
-
-    /// The session head at which the transcript record the checker was
-    /// restored without was handed over: a host that finds a record of
-    /// another head finds another writer's, not a damaged one. `None` when
-    /// none is away.
-    pub fn transcript_stored_at(&self, session_id: &str) -> Option<u64> {
-        self.transcript_wanted(session_id).map(|w| w.at)
-    }
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ fn a_snapshot_for_the_store_describes_a_long_transcript_instead_of_holding_it() 
     assert!(!r.holds_closed_history("s"));
     assert_eq!(r.transcript("s").unwrap().messages.len(), 200);
     assert_eq!(r.transcript("s").unwrap().messages.iter().count(), 0);
-    assert_eq!(r.transcript_stored_at("s"), Some(200));
+    assert_eq!(r.transcript_wanted("s").map(|w| w.at()), Some(200));
 }
 
 #[test]
@@ -68,7 +68,7 @@ fn a_message_id_of_the_stored_ones_asks_for_the_record_then_decides_as_before() 
     assert!(!r.recall_closed("s", &key(), Some(&other)));
     assert!(!r.recall_closed("s", &key(), None));
     assert!(r.recall_closed("s", &key(), Some(&record)));
-    assert_eq!(r.transcript_stored_at("s"), None);
+    assert_eq!(r.transcript_wanted("s").map(|w| w.at()), None);
     assert_eq!(r.transcript("s").unwrap().messages.iter().count(), 200);
     assert_eq!(r.push_bytes(&again).unwrap_err().code, "message_duplicate");
     assert_eq!(
@@ -117,7 +117,7 @@ fn messages_since_the_handover_stay_in_the_snapshot_until_too_many() {
     let taken = r.take_closed("s", usize::MAX);
     assert_eq!(taken.len(), 1);
     let mut r3 = Checker::restore(Validator::default(), &r.snapshot_for_store()).unwrap();
-    assert_eq!(r3.transcript_stored_at("s"), Some(28));
+    assert_eq!(r3.transcript_wanted("s").map(|w| w.at()), Some(28));
     assert!(r3.recall_closed("s", &key(), Some(&taken[0].bytes)));
     assert_eq!(
         r3.transcript("s").unwrap().messages,
@@ -132,7 +132,7 @@ fn a_short_transcript_stays_in_the_snapshot() {
     c.push_bytes(&user(1, "u1")).unwrap();
     assert!(c.take_closed("s", usize::MAX).is_empty());
     let r = Checker::restore(Validator::default(), &c.snapshot_for_store()).unwrap();
-    assert_eq!(r.transcript_stored_at("s"), None);
+    assert_eq!(r.transcript_wanted("s").map(|w| w.at()), None);
     assert_eq!(r.transcript("s").unwrap().messages.iter().count(), 1);
 }
 
