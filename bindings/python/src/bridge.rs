@@ -8,7 +8,8 @@
 //! poll on the asyncio loop ([`LoopChannel`], a pipe the loop watches with
 //! `loop.add_reader`, one byte per batch), which usually finishes the
 //! command and sets its result there: one thread hop per command, as a Rust
-//! caller pays. A command that waits twice (`end_run` reads the session's
+//! caller pays (and, while few calls are in flight, the loop spins for it
+//! rather than sleeps: [`crate::spin`]). A command that waits twice (`end_run` reads the session's
 //! queue, then appends) gets a second poll on the loop the same way
 //! ([`LOOP_POLLS`]). A call still waiting after those polls moves onto a
 //! tokio worker at its next wake-up and runs to its end there like a Rust
@@ -48,6 +49,7 @@ use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
 use crate::conv::Fail;
+use crate::spin::{self, Spin};
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 static GET_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -104,8 +106,9 @@ fn env_usize(name: &str) -> Option<usize> {
 /// nanoseconds summed over wake-ups: from the inline poll's `Pending` to the
 /// first wake-up (the store's latency), from a loop-bound wake-up to its
 /// poll (the hop), in those polls, and in the inline polls (the engine's
-/// work on the caller's thread).
-static STATS: [AtomicUsize; 10] = [const { AtomicUsize::new(0) }; 10];
+/// work on the caller's thread); then the loop's spin slices (see
+/// [`crate::spin`]) and those that caught a completion.
+static STATS: [AtomicUsize; 12] = [const { AtomicUsize::new(0) }; 12];
 const INLINE_READY: usize = 0;
 const INLINE_PENDING: usize = 1;
 const LOOP_READY: usize = 2;
@@ -116,6 +119,8 @@ const NS_PENDING_TO_WAKE: usize = 6;
 const NS_WAKE_TO_POLL: usize = 7;
 const NS_LOOP_POLL: usize = 8;
 const NS_INLINE_POLL: usize = 9;
+const SPIN_SLICES: usize = 10;
+const SPIN_CAUGHT: usize = 11;
 static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();
 
 fn now_ns() -> usize {
@@ -125,14 +130,16 @@ fn now_ns() -> usize {
         .as_nanos() as usize
 }
 
-/// Adds the time since `mark` to `STATS[i]` (unless no mark was set yet)
-/// and moves the mark to now.
-fn add_since(i: usize, mark: &AtomicUsize) {
+/// Adds the time since `mark` to `STATS[i]` (unless no mark was set yet),
+/// moves the mark to now and returns that time.
+fn add_since(i: usize, mark: &AtomicUsize) -> Option<usize> {
     let now = now_ns();
     let then = mark.swap(now, Ordering::Relaxed);
-    if then != 0 {
-        STATS[i].fetch_add(now.saturating_sub(then), Ordering::Relaxed);
-    }
+    (then != 0).then(|| {
+        let took = now.saturating_sub(then);
+        STATS[i].fetch_add(took, Ordering::Relaxed);
+        took
+    })
 }
 
 fn count(i: usize) {
@@ -140,7 +147,7 @@ fn count(i: usize) {
 }
 
 /// The names [`_bridge_stats`] gives [`STATS`], in its order.
-const STAT_NAMES: [&str; 10] = [
+const STAT_NAMES: [&str; 12] = [
     "inline_ready",
     "inline_pending",
     "loop_ready",
@@ -151,6 +158,8 @@ const STAT_NAMES: [&str; 10] = [
     "ns_wake_to_poll",
     "ns_loop_poll",
     "ns_inline_poll",
+    "spin_slices",
+    "spin_caught",
 ];
 
 /// The bridge's counters by name (see [`STATS`]), so a reader never
@@ -162,6 +171,15 @@ pub fn _bridge_stats() -> std::collections::BTreeMap<&'static str, usize> {
         .zip(&STATS)
         .map(|(n, c)| (*n, c.load(Ordering::Relaxed)))
         .collect()
+}
+
+/// Sets how long the loop spins for a wait, in microseconds (`None`: the
+/// default; `0`: never), for A/B measurement and tests in one process;
+/// returns the previous setting. See [`crate::spin`].
+#[pyfunction]
+#[pyo3(signature = (us=None))]
+pub fn _set_spin_us(us: Option<usize>) -> usize {
+    spin::set_limit_us(us)
 }
 
 /// How many wake-ups of an inline-polled call are polled on the loop
@@ -252,7 +270,10 @@ impl Wake for Task {
         // Rust caller pays, instead of worker then loop. A call still
         // pending after LOOP_POLLS such polls goes to a worker on its next
         // wake-up, so the loop never drives a long call's every await.
-        add_since(NS_PENDING_TO_WAKE, &self.mark);
+        let waited = add_since(NS_PENDING_TO_WAKE, &self.mark);
+        if let (Some(ns), Driver::Runtime) = (waited, self.driver) {
+            self.channel.get().spin.observe(ns);
+        }
         if self.driver == Driver::Loop
             || self
                 .loop_polls_left
@@ -334,10 +355,18 @@ fn resolve(py: Python<'_>, fut: &Bound<'_, PyAny>, done: Done) -> PyResult<()> {
 /// non-empty; the loop then handles every queued item in one pass. Once
 /// the loop closes ([`LoopChannel::close`]), a call waiting for a poll on
 /// it goes to a tokio worker instead, so it still runs to its end (and
-/// releases what it holds, such as its session's turn).
+/// releases what it holds, such as its session's turn). While a command it
+/// polled waits, the loop may spin on `ready` instead of sleeping
+/// ([`crate::spin`]).
 #[pyclass(frozen, module = "narad._native")]
 pub struct LoopChannel {
     queue: Mutex<Vec<Item>>,
+    /// Set when an item is queued, cleared when the queue is taken.
+    ready: AtomicBool,
+    spin: Spin,
+    /// The loop's `call_soon`, which queues the spin callback (`None`: the
+    /// loop never spins).
+    call_soon: Option<Py<PyAny>>,
     /// Set (under `queue`'s lock) when the loop closed.
     closed: AtomicBool,
     writer: Mutex<std::io::PipeWriter>,
@@ -362,6 +391,7 @@ impl LoopChannel {
             Ok(mut q) if !self.closed.load(Ordering::Acquire) => {
                 let was_empty = q.is_empty();
                 q.push(item);
+                self.ready.store(true, Ordering::Release);
                 was_empty
             }
             Ok(q) => {
@@ -381,13 +411,19 @@ impl LoopChannel {
 
 #[pymethods]
 impl LoopChannel {
+    /// A channel for the loop whose `call_soon` is given (without it, the
+    /// loop never spins).
     #[new]
-    fn new() -> PyResult<Self> {
+    #[pyo3(signature = (call_soon=None))]
+    fn new(call_soon: Option<Py<PyAny>>) -> PyResult<Self> {
         let (reader, writer) =
             std::io::pipe().map_err(|e| PyRuntimeError::new_err(format!("pipe: {e}")))?;
         let fd = i64::from(reader.as_raw_fd());
         Ok(Self {
             queue: Mutex::new(Vec::new()),
+            ready: AtomicBool::new(false),
+            spin: Spin::default(),
+            call_soon,
             closed: AtomicBool::new(false),
             writer: Mutex::new(writer),
             reader: Mutex::new(reader),
@@ -419,12 +455,17 @@ impl LoopChannel {
     /// (the loop's reader callback).
     fn drain(&self, py: Python<'_>) -> PyResult<()> {
         if let Ok(mut r) = self.reader.lock() {
-            // Non-blocking (set by `narad._bridge`): at most one byte waits per pass.
-            let mut byte = [0u8; 1];
-            let _ = r.read(&mut byte);
+            // Non-blocking (set by `narad._bridge`). One byte is written
+            // per empty-to-queued turn; a spinner that took the queue
+            // before its byte arrived leaves one more for a later pass.
+            let mut bytes = [0u8; 64];
+            let _ = r.read(&mut bytes);
         }
         let items = match self.queue.lock() {
-            Ok(mut q) => std::mem::take(&mut *q),
+            Ok(mut q) => {
+                self.ready.store(false, Ordering::Release);
+                std::mem::take(&mut *q)
+            }
             Err(_) => return Ok(()),
         };
         let rt = runtime()?;
@@ -446,6 +487,46 @@ impl LoopChannel {
             }
         }
         Ok(())
+    }
+
+    /// The spin callback (queued by the extension with `loop.call_soon`):
+    /// waits one slice for a completion with the GIL released, handles
+    /// what came, and queues itself again while a command still waits.
+    fn spin(slf: &Bound<'_, Self>, py: Python<'_>) -> PyResult<()> {
+        let me = slf.get();
+        let limit = spin::limit_ns();
+        count(SPIN_SLICES);
+        if py.detach(|| me.spin.wait_slice(&me.ready, limit, now_ns)) {
+            count(SPIN_CAUGHT);
+            me.drain(py)?;
+        }
+        let busy = BUSY.load(Ordering::Acquire);
+        if me.spin.keep_going(now_ns(), busy, inline_limit(), limit) && !Self::queue_spin(slf, py) {
+            me.spin.stopped();
+        }
+        Ok(())
+    }
+}
+
+impl LoopChannel {
+    /// Queues [`LoopChannel::spin`] on the loop; `false` if that failed
+    /// (the loop is closing), in which case the loop simply sleeps.
+    fn queue_spin(slf: &Bound<'_, Self>, py: Python<'_>) -> bool {
+        let Some(call_soon) = &slf.get().call_soon else {
+            return false;
+        };
+        slf.getattr(intern!(py, "spin"))
+            .and_then(|cb| call_soon.bind(py).call1((cb,)))
+            .is_ok()
+    }
+
+    /// A command polled inline on this loop began to wait: spin for it if
+    /// the policy says so ([`Spin::begin`]).
+    fn waiting(slf: &Bound<'_, Self>, py: Python<'_>) {
+        let me = slf.get();
+        if me.spin.begin(now_ns(), spin::limit_ns()) && !Self::queue_spin(slf, py) {
+            me.spin.stopped();
+        }
     }
 }
 
@@ -600,6 +681,9 @@ where
     } else {
         count(INLINE_PENDING);
         task.mark.store(now_ns(), Ordering::Relaxed);
+        if driver == Driver::Runtime {
+            LoopChannel::waiting(task.channel.bind(py), py);
+        }
     }
     if driver == Driver::Runtime {
         py_fut.setattr(

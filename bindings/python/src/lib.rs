@@ -34,6 +34,7 @@ mod host;
 mod lifecycle;
 mod protocol;
 mod records;
+mod spin;
 mod split;
 mod state;
 mod streams;
@@ -699,6 +700,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<state::NativeState>()?;
     m.add_function(wrap_pyfunction!(bridge::_bridge_stats, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::_set_loop_polls, m)?)?;
+    m.add_function(wrap_pyfunction!(bridge::_set_spin_us, m)?)?;
     lifecycle::register(m)?;
     records::register(m)?;
     assets::register(m)?;

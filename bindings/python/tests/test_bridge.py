@@ -1,6 +1,7 @@
 """The asyncio bridge's paths, read from the extension's counters (no timing)."""
 
 import asyncio
+import sqlite3
 
 import narad
 from narad import _native
@@ -126,3 +127,84 @@ def test_a_command_in_flight_when_its_loop_closes_still_finishes(url):
         second.run_until_complete(after())
     finally:
         second.close()
+
+
+SPIN_SLICES, SPIN_CAUGHT = "spin_slices", "spin_caught"
+
+
+async def test_the_loop_spins_for_a_wait_and_stops_when_idle(url):
+    # One session: while a command waits for the store, the loop spins
+    # (src/spin.rs) and its spinner handles the completion; once nothing is
+    # in flight it stops, so an idle loop spins no more slices. A limit of
+    # 1 s keeps a slow disk from turning the spin off (its waits would then
+    # average over the default limit).
+    e = await narad.Engine.open(url)
+    sid = await e.create_session()
+    was = _native._set_spin_us(1_000_000)
+    try:
+        await _turns(e, sid, 1)
+        d = await _turns(e, sid, 10)
+        idle = _native._bridge_stats()[SPIN_SLICES]
+        await asyncio.sleep(0.05)
+        still = _native._bridge_stats()[SPIN_SLICES]
+    finally:
+        _native._set_spin_us(was)
+    assert d[SPIN_CAUGHT] > 0 and d[SPIN_SLICES] >= d[SPIN_CAUGHT]
+    assert still == idle, "the loop spun with no command in flight"
+    await e.close()
+
+
+async def test_spinning_can_be_turned_off(url):
+    # NARAD_SPIN_US=0 (here `_set_spin_us(0)`): the loop sleeps while a
+    # command waits, and the store's completion wakes it through the pipe.
+    e = await narad.Engine.open(url)
+    sid = await e.create_session()
+    was = _native._set_spin_us(0)
+    try:
+        d = await _turns(e, sid, 10)
+    finally:
+        _native._set_spin_us(was)
+    assert d[SPIN_SLICES] == 0
+    assert d[INLINE_PENDING] > 0 and d[LOOP_READY] > 0
+    st = await e.state(sid)
+    assert len(st.runs) == 10 and all(r.state == "finished" for r in st.runs.values())
+    await e.close()
+
+
+async def test_other_tasks_run_while_the_loop_spins(tmp_path):
+    # A spin slice holds the loop at most 50 us (GIL released), then gives
+    # it back. Another connection holds SQLite's write lock, so the
+    # command's commit waits (busy timeout) until a task on this same loop
+    # releases the lock after 200 turns of its own: a spinner that kept the
+    # loop for the whole wait would never let it, and the command would
+    # fail at the busy timeout instead.
+    path = tmp_path / "store.sqlite"
+    e = await narad.Engine.open(f"sqlite:{path}")
+    sid = await e.create_session()
+    await e.message(sid, "before")
+    blocker = sqlite3.connect(str(path), isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    ticks = 0
+
+    async def release_after_200_turns() -> None:
+        nonlocal ticks
+        while ticks < 200:
+            ticks += 1
+            await asyncio.sleep(0)
+        blocker.execute("ROLLBACK")
+
+    was = _native._set_spin_us(10_000_000)
+    try:
+        before = _native._bridge_stats()
+        t = asyncio.ensure_future(release_after_200_turns())
+        await asyncio.wait_for(e.message(sid, "waits for the lock"), 5)
+        after = _native._bridge_stats()
+        await t
+    finally:
+        _native._set_spin_us(was)
+        blocker.close()
+    assert ticks == 200
+    assert after[SPIN_SLICES] - before[SPIN_SLICES] > 1, "the loop did not spin through the wait"
+    st = await e.state(sid)
+    assert [m.content for m in st.transcript] == ["before", "waits for the lock"]
+    await e.close()

@@ -14,7 +14,7 @@ def channel(loop: Any) -> Any:
     """The completion channel of ``loop`` (created and watched on first use)."""
     ch = _channels.get(loop)
     if ch is None:
-        ch = _native.LoopChannel()
+        ch = _native.LoopChannel(loop.call_soon)
         os.set_blocking(ch.fd, False)
         loop.add_reader(ch.fd, ch.drain)
         _channels[loop] = ch

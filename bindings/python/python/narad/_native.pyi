@@ -33,11 +33,14 @@ class NativeTranscript:
     def messages(self, at: int) -> Slice: ...
 
 class LoopChannel:
-    """The ready tasks of one asyncio loop (watched with ``add_reader``)."""
-    def __init__(self) -> None: ...
+    """The ready tasks of one asyncio loop (watched with ``add_reader``).
+    Given the loop's ``call_soon``, the loop spins for a short store wait
+    instead of sleeping (``spin``)."""
+    def __init__(self, call_soon: Optional[Callable[..., Any]] = None) -> None: ...
     @property
     def fd(self) -> int: ...
     def drain(self) -> None: ...
+    def spin(self) -> None: ...
     def close(self) -> None: ...
 
 def _bridge_stats() -> Dict[str, int]:
@@ -49,6 +52,12 @@ def _bridge_stats() -> Dict[str, int]:
     (``ns_pending_to_wake``), loop-bound wake-up to its poll
     (``ns_wake_to_poll``), in those polls (``ns_loop_poll``), in the inline
     polls (``ns_inline_poll``)."""
+    ...
+
+def _set_spin_us(us: Optional[int] = None) -> int:
+    """How long the loop spins for a command's wait, in microseconds,
+    before it sleeps (``None``: the default, 1000, or ``NARAD_SPIN_US`` at
+    start; ``0``: never); returns the old setting."""
     ...
 
 def _set_loop_polls(polls: Optional[int] = None) -> int:
