@@ -641,6 +641,9 @@ where
             .call1((&event_loop,))?,
     };
     let channel: Py<LoopChannel> = channel.cast_into::<LoopChannel>()?.unbind();
+    // Boxed first: a command's future is kilobytes, and moving it into the
+    // wrapper below and then the wrapper into its box copied it twice.
+    let fut = Box::pin(fut);
     let boxed: BoxFut = Box::pin(async move {
         let out = fut.await;
         let done: Done = Box::new(move |py| match out {

@@ -120,10 +120,11 @@ impl<S: Store + 'static> Engine<S> {
             // store plans again once it is given back.
             for _ in 0..MISSED_PLANS {
                 let store = &*self.inner.store;
+                // Boxed, as rarely run: see `loaded`.
                 let recalled = match j.misses.take() {
-                    (_, true) => crate::closed_history::recall_all(store, j).await,
+                    (_, true) => Box::pin(crate::closed_history::recall_all(store, j)).await,
                     (missed, false) if !missed.is_empty() => {
-                        crate::closed_history::recall(store, j, &missed).await
+                        Box::pin(crate::closed_history::recall(store, j, &missed)).await
                     }
                     _ => break,
                 };
@@ -311,14 +312,16 @@ impl<S: Store + 'static> Engine<S> {
             let mut snapshot = j.snapshot_due(events.len(), every);
             if snapshot {
                 let store = &*self.inner.store;
-                if let Err(e) = crate::closed_history::before_snapshot(store, j).await {
+                // Both boxed: run once per snapshot interval, their
+                // futures would otherwise size every command's (see `loaded`).
+                if let Err(e) = Box::pin(crate::closed_history::before_snapshot(store, j)).await {
                     // The journal applied events that were never appended.
                     *slot = None;
                     return self.reload_if_moved(&mut slot, e);
                 }
                 let encoded = match slot.take() {
                     Some(j) => {
-                        j.snapshot_write(events.clone(), crate::closed_history::PER_BATCH)
+                        Box::pin(j.snapshot_write(events.clone(), crate::closed_history::PER_BATCH))
                             .await
                     }
                     None => None,

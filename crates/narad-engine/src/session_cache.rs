@@ -166,7 +166,9 @@ impl<S: Store + 'static> Engine<S> {
                 metrics::counter!(crate::telemetry::CACHE_HITS).increment(1);
                 Ok(j)
             }
-            None => Ok(slot.insert(self.hydrate(session_id).await?)),
+            // Boxed: a hydrate's future is large and rarely run, and would
+            // otherwise size every command's future (see telemetry::traced).
+            None => Ok(slot.insert(Box::pin(self.hydrate(session_id)).await?)),
         }
     }
 
