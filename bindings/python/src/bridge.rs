@@ -182,6 +182,13 @@ pub fn _set_spin_us(us: Option<usize>) -> usize {
     spin::set_limit_us(us)
 }
 
+/// The embedded stores' writer polling limit in microseconds (see
+/// [`crate::spin`]), as the module's import set it.
+#[pyfunction]
+pub fn _writer_spin_us() -> u128 {
+    narad_store::writer_spin().as_micros()
+}
+
 /// How many wake-ups of an inline-polled call are polled on the loop
 /// before the call moves onto a worker. Two covers every command of an
 /// agent turn (at most two waits each); a longer one (a hydrate that pages

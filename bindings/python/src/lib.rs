@@ -689,6 +689,7 @@ impl NativeEngine {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    spin::configure_writer_spin();
     m.add_class::<NativeEngine>()?;
     m.add_class::<streams::NativeFollow>()?;
     m.add_class::<streams::NativeWatch>()?;
@@ -701,6 +702,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bridge::_bridge_stats, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::_set_loop_polls, m)?)?;
     m.add_function(wrap_pyfunction!(bridge::_set_spin_us, m)?)?;
+    m.add_function(wrap_pyfunction!(bridge::_writer_spin_us, m)?)?;
     lifecycle::register(m)?;
     records::register(m)?;
     assets::register(m)?;

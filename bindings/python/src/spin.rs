@@ -20,6 +20,13 @@
 //! (default [`DEFAULT_SPIN_US`]; `0` never spins), and a loop whose recent
 //! waits averaged more than it (a slow store) does not spin at all until
 //! they average less again, so a slow store costs no busy CPU.
+//!
+//! The other way round, the loop's thread goes on running after it queued
+//! a batch for an embedded store's writer thread, so waking that writer
+//! would cost the same on every append. The binding therefore turns on the
+//! stores' writer polling ([`narad_store::set_writer_spin`]) for up to
+//! `NARAD_WRITER_SPIN_US` (default [`DEFAULT_WRITER_SPIN_US`]; `0`: off),
+//! which is adaptive in the same way.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -27,6 +34,20 @@ use std::sync::OnceLock;
 /// The default spin limit per wait, in microseconds: above the commit
 /// latency of the embedded stores on a local disk.
 pub const DEFAULT_SPIN_US: usize = 1000;
+
+/// The default writer polling limit, in microseconds: above the time the
+/// loop takes from one command's completion to its next append.
+pub const DEFAULT_WRITER_SPIN_US: u64 = 200;
+
+/// Sets the embedded stores' writer polling from `NARAD_WRITER_SPIN_US`
+/// (at the module's import).
+pub fn configure_writer_spin() {
+    let us = std::env::var("NARAD_WRITER_SPIN_US")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_WRITER_SPIN_US);
+    narad_store::set_writer_spin(std::time::Duration::from_micros(us));
+}
 
 /// The longest the spin callback holds the loop (with the GIL released)
 /// before it yields the loop a turn.

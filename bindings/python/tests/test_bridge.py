@@ -59,7 +59,10 @@ async def test_a_command_that_waits_twice_finishes_on_the_loop(url):
     # turns goes to a worker (with one loop poll each such end_run does: a
     # third thread hop, store -> worker -> loop). The session's first
     # command loads it into the cache (more waits), so it is not counted.
-    e = await narad.Engine.open(url)
+    # Automatic snapshots are off: a snapshot is encoded on the blocking
+    # pool, one more wait for the command whose batch carries it, which
+    # would then move to a worker whenever the turns reach the interval.
+    e = await narad.Engine.open(url, config=narad.EngineConfig(snapshot_every=0))
     sid = await e.create_session()
     was = _native._set_loop_polls(None)
     try:
@@ -69,8 +72,8 @@ async def test_a_command_that_waits_twice_finishes_on_the_loop(url):
         one = await _turns_until_a_loop_poll_waits(e, sid)
     finally:
         _native._set_loop_polls(was)
-    assert d[LOOP_PENDING] > 0  # a first loop poll waited...
-    assert d[SPAWNED] == 0  # ...and the second finished the call on the loop
+    assert d[LOOP_PENDING] > 0, d  # a first loop poll waited...
+    assert d[SPAWNED] == 0, d  # ...and the second finished the call on the loop
     assert one[LOOP_PENDING] > 0
     assert one[SPAWNED] >= one[LOOP_PENDING]  # with one loop poll, such a call moves
     st = await e.state(sid)
@@ -208,3 +211,13 @@ async def test_other_tasks_run_while_the_loop_spins(tmp_path):
     st = await e.state(sid)
     assert [m.content for m in st.transcript] == ["before", "waits for the lock"]
     await e.close()
+
+
+def test_the_binding_turns_on_the_writers_polling():
+    # The import set it from NARAD_WRITER_SPIN_US (default 200 us): the
+    # loop's thread keeps running after it queues an append, so a sleeping
+    # writer would cost every append a wake-up (src/spin.rs).
+    import os
+
+    want = int(os.environ.get("NARAD_WRITER_SPIN_US", "200"))
+    assert _native._writer_spin_us() == want

@@ -9,7 +9,9 @@
 //! gathers, so throughput is not capped at one fsync per append. Each batch
 //! is still decided on its own: a refused batch writes nothing and does not
 //! affect the others of its group. Answers go out only after the commit;
-//! then each committed head is announced to subscribers.
+//! then each committed head is announced to subscribers. Between groups
+//! the thread sleeps until the next batch, or first polls for it when the
+//! host asked ([`set_writer_spin`](crate::set_writer_spin)).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -18,6 +20,7 @@ use std::thread::JoinHandle;
 
 use tokio::sync::{broadcast, oneshot};
 
+use crate::writer_wait::WriterWait;
 use crate::{Appended, Batch, StoreError};
 
 /// The most batches one group commit takes.
@@ -177,7 +180,8 @@ impl GroupCommit {
         let thread = std::thread::Builder::new()
             .name(format!("{name}-writer"))
             .spawn(move || {
-                while let Ok(first) = rx.recv() {
+                let mut wait = WriterWait::default();
+                while let Some(first) = wait.next(&rx) {
                     let mut group = vec![first];
                     while group.len() < MAX_GROUP {
                         match rx.try_recv() {

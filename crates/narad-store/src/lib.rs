@@ -674,9 +674,11 @@ pub mod suite_listing;
 pub mod suite_read_only;
 #[cfg(feature = "test-suite")]
 pub mod suite_side;
+mod writer_wait;
 
 pub use group::{Commit, Notice, Subscription};
 pub use history::HistoryQuery;
 pub use pages::JournalPages;
 pub use plan::{plan_batch, Plan, Reads, ScopeKey, View};
 pub use row::Damage;
+pub use writer_wait::{set_writer_spin, writer_spin};

@@ -60,6 +60,12 @@ def _set_spin_us(us: Optional[int] = None) -> int:
     start; ``0``: never); returns the old setting."""
     ...
 
+def _writer_spin_us() -> int:
+    """How long an embedded store's writer thread polls for the next
+    append after a commit, in microseconds (``NARAD_WRITER_SPIN_US`` at
+    import, default 200; ``0``: never)."""
+    ...
+
 def _set_loop_polls(polls: Optional[int] = None) -> int:
     """How many wake-ups of an inline-polled call are polled on the loop
     before it moves onto a worker (``None``: the default, 2; ``0``: a worker
