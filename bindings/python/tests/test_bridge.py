@@ -20,25 +20,33 @@ async def _turns(e: narad.Engine, sid: str, n: int) -> dict:
     return {k: after[k] - before[k] for k in after}
 
 
+async def _ten_turns_with(url: str, setting, value) -> dict:
+    """The bridge's counters over ten turns on a fresh session, with one
+    of its settings (``_native._set_loop_polls``, ``_set_spin_us``) at
+    ``value`` meanwhile; every run must have finished."""
+    e = await narad.Engine.open(url)
+    sid = await e.create_session()
+    was = setting(value)
+    try:
+        d = await _turns(e, sid, 10)
+    finally:
+        setting(was)
+    st = await e.state(sid)
+    assert len(st.runs) == 10 and all(r.state == "finished" for r in st.runs.values())
+    await e.close()
+    return d
+
+
 async def test_first_wake_is_polled_on_the_loop(url):
     # One session: each command is polled inline and waits for the store;
     # the store's completion queues a poll on the loop, which finishes the
     # command there. Only a command still waiting after that poll goes to a
     # tokio worker, so worker hand-overs are at most the loop polls that waited.
-    e = await narad.Engine.open(url)
-    sid = await e.create_session()
-    was = _native._set_loop_polls(None)
-    try:
-        d = await _turns(e, sid, 10)
-    finally:
-        _native._set_loop_polls(was)
+    d = await _ten_turns_with(url, _native._set_loop_polls, None)
     assert d[INLINE_PENDING] > 0
     assert d[LOOP_READY] + d[LOOP_PENDING] > 0
     assert d[LOOP_READY] > d[LOOP_PENDING]
     assert d[SPAWNED] <= d[LOOP_PENDING]
-    st = await e.state(sid)
-    assert len(st.runs) == 10 and all(r.state == "finished" for r in st.runs.values())
-    await e.close()
 
 
 async def _turns_until_a_loop_poll_waits(e: narad.Engine, sid: str) -> dict:
@@ -84,18 +92,9 @@ async def test_a_command_that_waits_twice_finishes_on_the_loop(url):
 async def test_first_wake_can_go_to_a_worker(url):
     # The measured alternative (NARAD_LOOP_POLLS=0): the first wake-up moves
     # the call onto a worker and the loop only receives its output.
-    e = await narad.Engine.open(url)
-    sid = await e.create_session()
-    was = _native._set_loop_polls(0)
-    try:
-        d = await _turns(e, sid, 10)
-    finally:
-        _native._set_loop_polls(was)
+    d = await _ten_turns_with(url, _native._set_loop_polls, 0)
     assert d[LOOP_READY] + d[LOOP_PENDING] == 0
     assert d[SPAWNED] >= d[INLINE_PENDING] > 0
-    st = await e.state(sid)
-    assert len(st.runs) == 10 and all(r.state == "finished" for r in st.runs.values())
-    await e.close()
 
 
 def test_a_command_in_flight_when_its_loop_closes_still_finishes(url):
@@ -160,18 +159,9 @@ async def test_the_loop_spins_for_a_wait_and_stops_when_idle(url):
 async def test_spinning_can_be_turned_off(url):
     # NARAD_SPIN_US=0 (here `_set_spin_us(0)`): the loop sleeps while a
     # command waits, and the store's completion wakes it through the pipe.
-    e = await narad.Engine.open(url)
-    sid = await e.create_session()
-    was = _native._set_spin_us(0)
-    try:
-        d = await _turns(e, sid, 10)
-    finally:
-        _native._set_spin_us(was)
+    d = await _ten_turns_with(url, _native._set_spin_us, 0)
     assert d[SPIN_SLICES] == 0
     assert d[INLINE_PENDING] > 0 and d[LOOP_READY] > 0
-    st = await e.state(sid)
-    assert len(st.runs) == 10 and all(r.state == "finished" for r in st.runs.values())
-    await e.close()
 
 
 async def test_other_tasks_run_while_the_loop_spins(tmp_path):
