@@ -49,6 +49,7 @@ use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
 use crate::conv::Fail;
+use crate::knob::{env_usize, Knob};
 use crate::spin::{self, Spin};
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -79,7 +80,7 @@ pub type Done = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Py<PyAny>> + Se
 
 type BoxFut = Pin<Box<dyn Future<Output = Done> + Send>>;
 
-static INLINE_LIMIT: OnceLock<usize> = OnceLock::new();
+static INLINE_LIMIT: Knob = Knob::new("NARAD_INLINE_LIMIT", 2);
 /// Commands started and not yet finished (waits that may never end, such
 /// as followers, are not counted).
 static BUSY: AtomicUsize = AtomicUsize::new(0);
@@ -90,13 +91,7 @@ static BUSY: AtomicUsize = AtomicUsize::new(0);
 /// work of every command would pile up on the loop's one thread, so calls
 /// start on the tokio workers instead, in parallel. `0` never polls inline.
 fn inline_limit() -> usize {
-    *INLINE_LIMIT.get_or_init(|| env_usize("NARAD_INLINE_LIMIT").unwrap_or(2))
-}
-
-/// A count set in the environment (the bridge's knobs, for measuring);
-/// `None` when unset or not a number.
-fn env_usize(name: &str) -> Option<usize> {
-    std::env::var(name).ok()?.parse().ok()
+    INLINE_LIMIT.get()
 }
 
 /// How calls moved through the bridge (for `_native._bridge_stats`, which
@@ -198,13 +193,10 @@ const LOOP_POLLS: usize = 2;
 
 /// [`LOOP_POLLS`], or `NARAD_LOOP_POLLS`, or what `_set_loop_polls` set
 /// (for measuring).
-fn loop_polls_setting() -> &'static AtomicUsize {
-    static N: OnceLock<AtomicUsize> = OnceLock::new();
-    N.get_or_init(|| AtomicUsize::new(env_usize("NARAD_LOOP_POLLS").unwrap_or(LOOP_POLLS)))
-}
+static LOOP_POLLS_SETTING: Knob = Knob::new("NARAD_LOOP_POLLS", LOOP_POLLS);
 
 fn loop_polls() -> usize {
-    loop_polls_setting().load(Ordering::Relaxed)
+    LOOP_POLLS_SETTING.get()
 }
 
 /// Sets how many wake-ups are polled on the loop (`None`: the default,
@@ -213,7 +205,7 @@ fn loop_polls() -> usize {
 #[pyfunction]
 #[pyo3(signature = (polls=None))]
 pub fn _set_loop_polls(polls: Option<usize>) -> usize {
-    loop_polls_setting().swap(polls.unwrap_or(LOOP_POLLS), Ordering::Relaxed)
+    LOOP_POLLS_SETTING.swap(polls.unwrap_or(LOOP_POLLS))
 }
 
 /// Counts a command in [`BUSY`] until its task is dropped.

@@ -31,6 +31,7 @@ mod bridge;
 mod conv;
 mod errors;
 mod host;
+mod knob;
 mod lifecycle;
 mod protocol;
 mod records;

@@ -29,7 +29,8 @@
 //! which is adaptive in the same way.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+
+use crate::knob::{env_usize, Knob};
 
 /// The default spin limit per wait, in microseconds: above the commit
 /// latency of the embedded stores on a local disk.
@@ -37,16 +38,13 @@ pub const DEFAULT_SPIN_US: usize = 1000;
 
 /// The default writer polling limit, in microseconds: above the time the
 /// loop takes from one command's completion to its next append.
-pub const DEFAULT_WRITER_SPIN_US: u64 = 200;
+pub const DEFAULT_WRITER_SPIN_US: usize = 200;
 
 /// Sets the embedded stores' writer polling from `NARAD_WRITER_SPIN_US`
 /// (at the module's import).
 pub fn configure_writer_spin() {
-    let us = std::env::var("NARAD_WRITER_SPIN_US")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(DEFAULT_WRITER_SPIN_US);
-    narad_store::set_writer_spin(std::time::Duration::from_micros(us));
+    let us = env_usize("NARAD_WRITER_SPIN_US").unwrap_or(DEFAULT_WRITER_SPIN_US);
+    narad_store::set_writer_spin(std::time::Duration::from_micros(us as u64));
 }
 
 /// The longest the spin callback holds the loop (with the GIL released)
@@ -56,29 +54,20 @@ pub const SLICE_NS: usize = 50_000;
 /// The weight of a new wait in the moving average, as a shift (1/8).
 const AVERAGE_SHIFT: u32 = 3;
 
-/// `NARAD_SPIN_US`, else [`DEFAULT_SPIN_US`].
-fn configured_us() -> usize {
-    std::env::var("NARAD_SPIN_US")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(DEFAULT_SPIN_US)
-}
-
-fn limit_setting() -> &'static AtomicUsize {
-    static N: OnceLock<AtomicUsize> = OnceLock::new();
-    N.get_or_init(|| AtomicUsize::new(configured_us()))
-}
+/// The spin limit per wait in microseconds: `NARAD_SPIN_US`, else
+/// [`DEFAULT_SPIN_US`], or what [`set_limit_us`] set.
+static LIMIT_US: Knob = Knob::new("NARAD_SPIN_US", DEFAULT_SPIN_US);
 
 /// The spin limit per wait in nanoseconds (`0`: never spin).
 pub fn limit_ns() -> usize {
-    limit_setting().load(Ordering::Relaxed).saturating_mul(1000)
+    LIMIT_US.get().saturating_mul(1000)
 }
 
 /// Sets the spin limit in microseconds (`None`: `NARAD_SPIN_US`, else the
 /// default); returns the previous one. For A/B measurement and tests in
 /// one process.
 pub fn set_limit_us(us: Option<usize>) -> usize {
-    limit_setting().swap(us.unwrap_or_else(configured_us), Ordering::Relaxed)
+    LIMIT_US.swap(us.unwrap_or_else(|| LIMIT_US.initial()))
 }
 
 /// One loop's spin state. Times are nanoseconds on the bridge's clock,
