@@ -102,9 +102,8 @@ where
         outcome = tracing::field::Empty,
     );
     Traced {
-        work: work.instrument(span.clone()),
+        work: work.instrument(span),
         name,
-        span,
     }
 }
 
@@ -115,7 +114,6 @@ pin_project_lite::pin_project! {
         #[pin]
         work: tracing::instrument::Instrumented<F>,
         name: &'static str,
-        span: tracing::Span,
     }
 }
 
@@ -127,13 +125,14 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let Poll::Ready(outcome) = this.work.poll(cx) else {
+        let mut work = this.work;
+        let Poll::Ready(outcome) = work.as_mut().poll(cx) else {
             return Poll::Pending;
         };
         let code = outcome
             .as_ref()
             .map_or_else(crate::EngineError::code, |_| "ok");
-        this.span.record("outcome", code);
+        work.as_ref().get_ref().span().record("outcome", code);
         metrics::counter!(COMMANDS, "command" => *this.name, "outcome" => code).increment(1);
         Poll::Ready(outcome)
     }
