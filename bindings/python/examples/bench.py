@@ -23,8 +23,11 @@ command, from the bridge's counters (``_native._bridge_stats``): the
 engine's work in the first poll on the loop's thread, the wait for the
 store, the hop from the store's completion back to the loop, the loop's
 poll, and the rest (Python code and the asyncio loop's own turns). Then,
-on Linux, each side's CPU time per command by thread: the loop's thread,
-the engine's tokio threads and the store's threads.
+on Linux, after every row: each side's CPU time per command by thread (the
+loop's thread, the engine's tokio threads and the store's threads), and
+the other processes that ran meanwhile; each round also prints how many
+cores other processes took during it, so a round slowed by the machine
+(another job, the kernel writing back a build's files) shows as such.
 """
 
 import argparse
@@ -101,29 +104,61 @@ def cpu() -> dict:
     return out
 
 
+def others() -> dict:
+    """CPU seconds the machine's other processes have run so far, by name
+    (Linux: ``/proc/*/stat``; empty elsewhere): what else ran beside the
+    benchmark, including the kernel's own workers (``kworker``: disk
+    writeback, also for this benchmark's commits)."""
+    out: dict = {}
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+        tick = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, AttributeError):
+        return out
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+            name = stat[stat.index("(") + 1:stat.rindex(")")]
+            if name.startswith("kworker/"):
+                name = "kworker"  # the kernel's workers (their names change with the work)
+            fields = stat[stat.rindex(")") + 2:].split()
+            secs = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        except (OSError, ValueError, IndexError):
+            continue  # a process that ended meanwhile
+        out[name] = out.get(name, 0.0) + secs
+    return out
+
+
 def add(total: dict, before: dict, after: dict) -> None:
     """Adds each counter's rise from ``before`` to ``after`` to ``total``."""
     for k in after:
         total[k] = total.get(k, 0) + after[k] - before.get(k, 0)
 
 
-def breakdown(label: str, spent: dict, commands: int, secs: float, rust_rate: float,
-              cpu_py: dict, cpu_rust: dict) -> None:
+def breakdown(label: str, spent: dict, commands: int, secs: float, rust_rate: float) -> None:
     """Prints the Python side's microseconds per command by phase, and the
-    Rust side's (median) for comparison; then the CPU time per command of
-    each group of threads, on each side (the wall gap is the part of the
-    Python side's time that is not CPU: waiting for its loop to wake)."""
+    Rust side's (median) for comparison (at one session, where a command's
+    phases do not overlap another's)."""
     inline, store, hop, loop = (spent[k] / commands / 1000
                                 for k in ("ns_inline_poll", "ns_pending_to_wake", "ns_wake_to_poll", "ns_loop_poll"))
     wall = secs * 1e6 / commands
     print(f"  {label:8}   1 session python us/cmd: wall {wall:.0f} = engine on loop (inline poll) {inline:.0f}"
           f" + store {store:.0f} + hop to loop {hop:.0f} + loop poll {loop:.0f}"
           f" + python/asyncio {wall - inline - store - hop - loop:.0f}; rust {1e6 / rust_rate:.0f}", flush=True)
-    if cpu_py:
-        def per(c: dict) -> str:
-            return ", ".join(f"{g} {c.get(g, 0) / commands / 1000:.0f}" for g in ("loop", "engine", "store"))
-        print(f"  {label:8}   1 session cpu us/cmd: python side: {per(cpu_py)}; rust side: {per(cpu_rust)}",
-              flush=True)
+
+
+def cpu_line(label: str, sessions: int, commands: int, cpu_py: dict, cpu_rust: dict) -> None:
+    """Prints the CPU time per command of each group of threads, on each
+    side (Linux only; the wall gap at one session is the part of the Python
+    side's time that is not CPU: waiting for its loop to wake)."""
+    if not cpu_py:
+        return
+
+    def per(c: dict) -> str:
+        return ", ".join(f"{g} {c.get(g, 0) / commands / 1000:.0f}" for g in ("loop", "engine", "store"))
+    print(f"  {label:8} {sessions:>3} sessions cpu us/cmd: python side: {per(cpu_py)}; rust side: {per(cpu_rust)}",
+          flush=True)
 
 
 async def measure(e: narad.Engine, sessions: int, turns: int, rounds: int, slice_turns: int,
@@ -139,8 +174,10 @@ async def measure(e: narad.Engine, sessions: int, turns: int, rounds: int, slice
         add(cpu_rust, c0, cpu())
         return secs
 
+    busy: dict = {}
     for r in range(rounds):
         rust_secs = python_secs = 0.0
+        o0, t0 = others(), time.perf_counter()
         for i, k in enumerate(slices(turns, slice_turns)):
             python_first = (r + i) % 2 == 0
             if not python_first:
@@ -155,15 +192,23 @@ async def measure(e: narad.Engine, sessions: int, turns: int, rounds: int, slice
         py.append(commands / python_secs)
         rust.append(commands / rust_secs)
         py_secs += python_secs
+        rose = {k: v - o0.get(k, 0.0) for k, v in others().items() if v > o0.get(k, 0.0)}
+        add(busy, {}, rose)
         print(f"  {label:8} {sessions:>3} sessions round {r + 1}: rust {rust[-1]:8.0f}  python {py[-1]:8.0f}"
-              f"  ratio {py[-1] / rust[-1]:5.2f}", flush=True)
+              f"  ratio {py[-1] / rust[-1]:5.2f}  other processes {sum(rose.values()) / (time.perf_counter() - t0):.2f}"
+              " cores", flush=True)
     ratios = [p / q for p, q in zip(py, rust)]
     med = statistics.median(ratios)
     print(f"{label:8} {sessions:>8} {statistics.median(rust):>11.0f} {statistics.median(py):>13.0f}"
           f" {med:>12.2f}x  (rounds: {' '.join(f'{x:.2f}' for x in ratios)})", flush=True)
+    commands = COMMANDS_PER_TURN * sessions * turns * rounds
     if sessions == 1:
-        breakdown(label, spent, COMMANDS_PER_TURN * turns * rounds, py_secs, statistics.median(rust),
-                  cpu_py, cpu_rust)
+        breakdown(label, spent, commands, py_secs, statistics.median(rust))
+    cpu_line(label, sessions, commands, cpu_py, cpu_rust)
+    if busy:
+        top = sorted(busy.items(), key=lambda kv: -kv[1])[:3]
+        print(f"  {label:8} {sessions:>3} sessions: busiest other processes (CPU seconds): "
+              + ", ".join(f"{name} {secs:.2f}" for name, secs in top), flush=True)
     return med
 
 
