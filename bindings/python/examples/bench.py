@@ -201,10 +201,10 @@ async def measure(e: narad.Engine, sessions: int, turns: int, rounds: int, slice
     med = statistics.median(ratios)
     print(f"{label:8} {sessions:>8} {statistics.median(rust):>11.0f} {statistics.median(py):>13.0f}"
           f" {med:>12.2f}x  (rounds: {' '.join(f'{x:.2f}' for x in ratios)})", flush=True)
-    commands = COMMANDS_PER_TURN * sessions * turns * rounds
+    row_commands = COMMANDS_PER_TURN * sessions * turns * rounds
     if sessions == 1:
-        breakdown(label, spent, commands, py_secs, statistics.median(rust))
-    cpu_line(label, sessions, commands, cpu_py, cpu_rust)
+        breakdown(label, spent, row_commands, py_secs, statistics.median(rust))
+    cpu_line(label, sessions, row_commands, cpu_py, cpu_rust)
     if busy:
         top = sorted(busy.items(), key=lambda kv: -kv[1])[:3]
         print(f"  {label:8} {sessions:>3} sessions: busiest other processes (CPU seconds): "
