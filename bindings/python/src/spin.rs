@@ -17,7 +17,7 @@
 //! spinner that stops never loses one.
 //!
 //! Adaptive, like a spin-then-park lock: the limit is `NARAD_SPIN_US`
-//! (default [`DEFAULT_SPIN_US`]; `0` never spins), and a loop whose recent
+//! (default [`DEFAULT_SPIN_US`]; `0` never spins; at most [`MAX_SPIN_US`]), and a loop whose recent
 //! waits averaged more than it (a slow store) does not spin at all until
 //! they average less again, so a slow store costs no busy CPU.
 //!
@@ -25,8 +25,9 @@
 //! a batch for an embedded store's writer thread, so waking that writer
 //! would cost the same on every append. The binding therefore turns on the
 //! stores' writer polling ([`narad_store::set_writer_spin`]) for up to
-//! `NARAD_WRITER_SPIN_US` (default [`DEFAULT_WRITER_SPIN_US`]; `0`: off),
-//! which is adaptive in the same way.
+//! `NARAD_WRITER_SPIN_US` (default [`DEFAULT_WRITER_SPIN_US`]; `0`: off;
+//! at most [`narad_store::MAX_WRITER_SPIN`]), which is adaptive in the
+//! same way.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -58,16 +59,24 @@ const AVERAGE_SHIFT: u32 = 3;
 /// [`DEFAULT_SPIN_US`], or what [`set_limit_us`] set.
 static LIMIT_US: Knob = Knob::new("NARAD_SPIN_US", DEFAULT_SPIN_US);
 
+/// The longest spin limit, in microseconds: a longer one is taken as this.
+/// Spinning is for waits shorter than a store's commit; without a bound a
+/// mistyped setting would let a slow store keep the loop's core busy
+/// through every wait.
+pub const MAX_SPIN_US: usize = 10_000;
+
 /// The spin limit per wait in nanoseconds (`0`: never spin).
 pub fn limit_ns() -> usize {
-    LIMIT_US.get().saturating_mul(1000)
+    LIMIT_US.get().min(MAX_SPIN_US).saturating_mul(1000)
 }
 
 /// Sets the spin limit in microseconds (`None`: `NARAD_SPIN_US`, else the
-/// default); returns the previous one. For A/B measurement and tests in
-/// one process.
+/// default; above [`MAX_SPIN_US`]: that); returns the previous one. For A/B
+/// measurement and tests in one process.
 pub fn set_limit_us(us: Option<usize>) -> usize {
-    LIMIT_US.swap(us.unwrap_or_else(|| LIMIT_US.initial()))
+    LIMIT_US
+        .swap(us.unwrap_or_else(|| LIMIT_US.initial()))
+        .min(MAX_SPIN_US)
 }
 
 /// One loop's spin state. Times are nanoseconds on the bridge's clock,
@@ -172,6 +181,15 @@ mod tests {
         assert!(s.begin(100, LIMIT));
         assert!(s.keep_going(100 + LIMIT - 1, 1, 2, LIMIT));
         assert!(!s.keep_going(100 + LIMIT, 1, 2, LIMIT));
+    }
+
+    #[test]
+    fn a_limit_above_the_bound_is_taken_as_the_bound() {
+        let was = set_limit_us(Some(usize::MAX));
+        assert_eq!(limit_ns(), MAX_SPIN_US * 1000);
+        assert_eq!(set_limit_us(Some(250)), MAX_SPIN_US);
+        assert_eq!(limit_ns(), 250_000);
+        set_limit_us(Some(was));
     }
 
     #[test]

@@ -209,5 +209,25 @@ def test_the_binding_turns_on_the_writers_polling():
     # writer would cost every append a wake-up (src/spin.rs).
     import os
 
-    want = int(os.environ.get("NARAD_WRITER_SPIN_US", "200"))
+    want = min(int(os.environ.get("NARAD_WRITER_SPIN_US", "200")), 10_000)
     assert _native._writer_spin_us() == want
+
+
+def test_absurd_spin_settings_are_bounded():
+    # A writer polls for the whole limit after the last append, and the
+    # loop spins through any wait shorter than its limit: a limit of years
+    # would keep a core busy. Both are taken as 10 ms.
+    import os
+    import subprocess
+    import sys
+
+    probe = (
+        "from narad import _native; "
+        "print(_native._writer_spin_us(), _native._set_spin_us(None))"
+    )
+    huge = str(2**64 - 1)
+    env = dict(os.environ, NARAD_WRITER_SPIN_US=huge, NARAD_SPIN_US=huge)
+    out = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["10000", "10000"]

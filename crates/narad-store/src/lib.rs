@@ -681,4 +681,4 @@ pub use history::HistoryQuery;
 pub use pages::JournalPages;
 pub use plan::{plan_batch, Plan, Reads, ScopeKey, View};
 pub use row::Damage;
-pub use writer_wait::{set_writer_spin, writer_spin};
+pub use writer_wait::{set_writer_spin, writer_spin, MAX_WRITER_SPIN};

@@ -25,18 +25,35 @@ const AVERAGE_SHIFT: u32 = 3;
 /// again.
 const GAP_CAP: u64 = 4;
 
+/// The longest a writer polls after a commit: [`set_writer_spin`] takes
+/// any longer limit as this one. A writer polls for the whole limit after
+/// the last append before it sleeps, so without a bound a mistyped setting
+/// (say, a limit of years) would keep a core busy for as long as the store
+/// is open and idle. Ten milliseconds is far above any embedded store's
+/// commit latency, which is what polling is for.
+pub const MAX_WRITER_SPIN: Duration = Duration::from_millis(10);
+
 /// Sets, for every store of this process, how long a writer thread polls
 /// for its next batch after a commit before it sleeps (zero, the default:
-/// it never polls). Stores opened before the call follow it too.
+/// it never polls; above [`MAX_WRITER_SPIN`]: that). Stores opened before
+/// the call follow it too.
 ///
 /// ```
-/// narad_store::set_writer_spin(std::time::Duration::from_micros(200));
-/// assert_eq!(narad_store::writer_spin(), std::time::Duration::from_micros(200));
-/// narad_store::set_writer_spin(std::time::Duration::ZERO);
+/// use std::time::Duration;
+/// narad_store::set_writer_spin(Duration::from_micros(200));
+/// assert_eq!(narad_store::writer_spin(), Duration::from_micros(200));
+/// narad_store::set_writer_spin(Duration::MAX);
+/// assert_eq!(narad_store::writer_spin(), narad_store::MAX_WRITER_SPIN);
+/// narad_store::set_writer_spin(Duration::ZERO);
 /// ```
 pub fn set_writer_spin(limit: Duration) {
-    let ns = u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX);
-    LIMIT_NS.store(ns, Ordering::Relaxed);
+    LIMIT_NS.store(limit_ns(limit), Ordering::Relaxed);
+}
+
+/// `limit` in nanoseconds, at most [`MAX_WRITER_SPIN`].
+fn limit_ns(limit: Duration) -> u64 {
+    let ns = limit.min(MAX_WRITER_SPIN).as_nanos();
+    u64::try_from(ns).unwrap_or(u64::MAX)
 }
 
 /// The current [`set_writer_spin`] limit.
@@ -104,6 +121,15 @@ mod tests {
     use std::sync::mpsc;
 
     const LIMIT: u64 = 200_000;
+
+    #[test]
+    fn a_limit_above_the_bound_is_taken_as_the_bound() {
+        assert_eq!(limit_ns(Duration::ZERO), 0);
+        assert_eq!(limit_ns(Duration::from_micros(200)), 200_000);
+        assert_eq!(limit_ns(MAX_WRITER_SPIN), 10_000_000);
+        assert_eq!(limit_ns(Duration::from_secs(3600)), 10_000_000);
+        assert_eq!(limit_ns(Duration::MAX), 10_000_000);
+    }
 
     #[test]
     fn off_by_default_and_at_zero() {
