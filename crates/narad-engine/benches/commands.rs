@@ -94,7 +94,10 @@ fn main() {
             .await
             .unwrap()
             .map_or(0, |b| b.len());
-        let (per1, per64) = if quick { (100, 10) } else { (300, 40) };
+        // Each side of a round runs about half a second or more: at 64
+        // sessions, 40 commands a session (0.1-0.4 s a side) let a few
+        // slow fsyncs move one round's ratio from 0.72 to 1.00.
+        let (per1, per64) = if quick { (100, 10) } else { (1000, 150) };
         for (sessions, per) in [(1usize, per1), (64, per64)] {
             let mut figures: [Vec<f64>; 2] = Default::default();
             let mut ratios = Vec::new();
