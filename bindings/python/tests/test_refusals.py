@@ -1,6 +1,8 @@
 """Refusals raise one class per family with the stable code and section,
 and append nothing."""
 
+import sqlite3
+
 import pytest
 
 import narad
@@ -122,6 +124,17 @@ async def test_bad_store_url_is_a_store_error(tmp_path):
     with pytest.raises(narad.StoreError) as not_a_store:
         await narad.Engine.open(f"sqlite:{tmp_path / 'text.sqlite'}")
     assert not_a_store.value.code == "not_a_store"
+    # Nor is another application's database, which is left as it was.
+    crm = tmp_path / "crm.db"
+    c = sqlite3.connect(crm)
+    c.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    c.commit()
+    c.close()
+    before = crm.read_bytes()
+    with pytest.raises(narad.StoreError) as foreign:
+        await narad.Engine.open(f"sqlite:{crm}")
+    assert foreign.value.code == "not_a_store" and "crm.db" in foreign.value.message
+    assert crm.read_bytes() == before
 
 
 async def test_counts_out_of_range_are_typed_refusals(url):

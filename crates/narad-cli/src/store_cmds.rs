@@ -9,7 +9,7 @@ use crate::output::{out, plain, Failure, OutputError};
 
 use narad_core::checker::Checker;
 use narad_store::{Damage, JournalPages, Store, StoreError};
-use narad_stores::AnyStore;
+use narad_stores::{AnyStore, OpenError};
 use serde::Serialize;
 
 use crate::progress;
@@ -229,6 +229,20 @@ pub async fn verify(url: &str, json: bool) -> Outcome {
     // Set when the check could not run because the file opens only
     // read-only: that open then serves the rest.
     let mut read_only = None;
+    // A file that holds no store (or none at all, or one another process
+    // holds) gets the answer every command gives, and before the
+    // integrity check, which may repair (write) a redb file.
+    match narad_stores::open_for_reading_with(url, &open_options()).await {
+        Ok(store) => store.close().await.map_err(err)?,
+        Err(
+            e @ (OpenError::InvalidUrl { .. }
+            | OpenError::NotFound { .. }
+            | OpenError::Locked { .. }
+            | OpenError::NotAStore { .. }),
+        ) => return Err(err(e).into()),
+        // A damaged store: the check below says how.
+        Err(_) => {}
+    }
     match narad_stores::check_integrity(url).await {
         Ok(Some(true) | None) => {}
         Ok(Some(false)) => {

@@ -355,3 +355,81 @@ fn stored_text_cannot_drive_the_operators_terminal() {
     }
     assert_children_rss_bounded("show of a hostile journal");
 }
+
+/// A file that holds no store (another application's SQLite database, an
+/// empty file): every command that reads a store answers that it is not
+/// one, in one line, and the file is left byte for byte as it was. A read
+/// command used to add this layout's tables to the other database and
+/// switch it to WAL. `import` may create a store in an empty file, never
+/// inside another database.
+#[test]
+fn a_file_that_holds_no_store_is_refused_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let crm = dir.path().join("crm.db");
+    rusqlite::Connection::open(&crm)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT);
+             INSERT INTO customers (name) VALUES ('alice');",
+        )
+        .unwrap();
+    let (empty_redb, empty_sqlite) = (dir.path().join("empty.redb"), dir.path().join("empty.db"));
+    std::fs::write(&empty_redb, b"").unwrap();
+    std::fs::write(&empty_sqlite, b"").unwrap();
+    let lines = dir.path().join("one.jsonl");
+    std::fs::write(&lines, common::event("s", 1, 0) + "\n").unwrap();
+    let lines = lines.display().to_string();
+    for (path, backend) in [
+        (&crm, "sqlite"),
+        (&empty_redb, "redb"),
+        (&empty_sqlite, "sqlite"),
+    ] {
+        let before = std::fs::read(path).unwrap();
+        let url = format!("{backend}:{}", path.display());
+        let want = format!("narad: {} is not a {backend} store", path.display());
+        for args in [
+            vec!["sessions", "--store", &url],
+            vec!["verify", "--store", &url],
+            vec!["export", "--store", &url, "--all"],
+            vec!["show", "--store", &url, "--session", "s"],
+        ] {
+            let (code, out, err) = run(bounded(&args));
+            no_panic(&err);
+            assert_eq!(
+                (code, out.as_str(), err.trim()),
+                (1, "", want.as_str()),
+                "{args:?}"
+            );
+            assert_eq!(
+                std::fs::read(path).unwrap(),
+                before,
+                "{args:?} wrote to {url}"
+            );
+        }
+    }
+    let url = format!("sqlite:{}", crm.display());
+    let before = std::fs::read(&crm).unwrap();
+    let (code, _, err) = run(bounded(&["import", "--store", &url, &lines]));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("crm.db is not a sqlite store"), "{err}");
+    assert_eq!(std::fs::read(&crm).unwrap(), before);
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["crm.db", "empty.db", "empty.redb", "one.jsonl"],
+        "no WAL file"
+    );
+    for (path, backend) in [(&empty_redb, "redb"), (&empty_sqlite, "sqlite")] {
+        let url = format!("{backend}:{}", path.display());
+        let (code, _, err) = run(bounded(&["import", "--store", &url, &lines]));
+        assert_eq!(code, 0, "{err}");
+        let (code, out, err) = run(bounded(&["sessions", "--store", &url]));
+        assert_eq!(code, 0, "{err}");
+        assert!(out.starts_with("s\thead=1"), "{out}");
+    }
+    assert_children_rss_bounded("files that hold no store");
+}

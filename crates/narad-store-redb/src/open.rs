@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use narad_store::group::GroupCommit;
 use narad_store::StoreError;
-use redb::{Database, ReadableDatabase, ReadableTable};
+use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
 
 use crate::{
     backend, guarded, recover, rerr, RedbOptions, RedbStore, Writer, META, MIGRATIONS,
@@ -122,6 +122,9 @@ impl RedbStore {
         let db = if create {
             options.builder().create(path)
         } else if path.exists() {
+            if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+                return Err(not_a_store(path));
+            }
             options.builder().open(path)
         } else {
             return Err(StoreError::NotFound {
@@ -129,6 +132,9 @@ impl RedbStore {
             });
         };
         let db = db.map_err(rerr)?;
+        // Before the first write transaction, which would add this
+        // layout's tables to another application's database.
+        holds_a_store(&db.begin_read().map_err(rerr)?, path, create)?;
         let tx = db.begin_write().map_err(rerr)?;
         {
             let mut meta = tx.open_table(META).map_err(rerr)?;
@@ -204,8 +210,12 @@ impl RedbStore {
                 path: path.display().to_string(),
             });
         }
+        if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            return Err(not_a_store(path));
+        }
         let db = options.builder().open_read_only(path).map_err(rerr)?;
         let tx = db.begin_read().map_err(rerr)?;
+        holds_a_store(&tx, path, false)?;
         let found = match tx.open_table(META) {
             Ok(meta) => meta
                 .get("schema_version")
@@ -223,5 +233,29 @@ impl RedbStore {
             group: Arc::new(group),
             path: Arc::from(path),
         })
+    }
+}
+
+fn not_a_store(path: &Path) -> StoreError {
+    StoreError::NotAStore {
+        path: path.display().to_string(),
+    }
+}
+
+/// Refuses, unwritten, a file that holds another application's database
+/// (tables, none of them `meta`, which every layout has had), or no table
+/// where an existing store was asked for (`create` false).
+fn holds_a_store(tx: &redb::ReadTransaction, path: &Path, create: bool) -> Result<(), StoreError> {
+    let mut any = tx.list_multimap_tables().map_err(rerr)?.next().is_some();
+    for table in tx.list_tables().map_err(rerr)? {
+        if table.name() == META.name() {
+            return Ok(());
+        }
+        any = true;
+    }
+    if !any && create {
+        Ok(())
+    } else {
+        Err(not_a_store(path))
     }
 }

@@ -148,3 +148,36 @@ async fn a_large_side_value_reads_back_exactly_and_outlives_later_writes() {
     drop(held);
     again.close().await.unwrap();
 }
+
+/// Another application's redb database is no store: every open refuses it
+/// before a write transaction could add this layout's tables to it.
+#[tokio::test]
+async fn another_applications_database_is_refused_and_left_as_it_was() {
+    use redb::{ReadableDatabase, TableDefinition, TableHandle};
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("crm.redb");
+    let customers: TableDefinition<&str, u64> = TableDefinition::new("customers");
+    {
+        let db = redb::Database::create(&path).unwrap();
+        let tx = db.begin_write().unwrap();
+        tx.open_table(customers)
+            .unwrap()
+            .insert("alice", 1)
+            .unwrap();
+        tx.commit().unwrap();
+    }
+    let refused = Some(StoreError::NotAStore {
+        path: path.display().to_string(),
+    });
+    assert_eq!(RedbStore::open(&path).await.err(), refused);
+    assert_eq!(RedbStore::open_existing(&path).await.err(), refused);
+    assert_eq!(RedbStore::open_read_only(&path).await.err(), refused);
+    let db = redb::Database::open(&path).unwrap();
+    let tx = db.begin_read().unwrap();
+    let tables: Vec<String> = tx
+        .list_tables()
+        .unwrap()
+        .map(|t| t.name().to_owned())
+        .collect();
+    assert_eq!(tables, ["customers"]);
+}

@@ -149,6 +149,9 @@ fn connect(path: &Path, options: &SqliteOptions, create: bool) -> Result<Connect
     }
     let conn = Connection::open_with_flags(path, flags).map_err(sql)?;
     conn.busy_timeout(options.busy_timeout).map_err(sql)?;
+    // Before any pragma: `journal_mode` and `auto_vacuum` would rewrite
+    // another application's database.
+    holds_a_store(&conn, path, create)?;
     // Every statement of the write and read paths is prepared once and
     // cached; the default cache (16) is smaller than their number.
     conn.set_prepared_statement_cache_capacity(64);
@@ -167,6 +170,50 @@ fn connect(path: &Path, options: &SqliteOptions, create: bool) -> Result<Connect
     };
     conn.pragma_update(None, "synchronous", sync).map_err(sql)?;
     Ok(conn)
+}
+
+/// What a database file holds, by its tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Holds {
+    /// No table: a new file.
+    Nothing,
+    /// A store: its `meta` table (every layout has had one).
+    Store,
+    /// Tables, none of them `meta`: another application's database.
+    Other,
+}
+
+/// What the database of `conn` holds.
+fn holds(conn: &Connection) -> Result<Holds, StoreError> {
+    let (meta, tables): (i64, i64) = conn
+        .query_row(
+            "SELECT coalesce(sum(name = 'meta'), 0), count(*) FROM sqlite_master
+             WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .map_err(sql)?;
+    Ok(match (meta, tables) {
+        (0, 0) => Holds::Nothing,
+        (0, _) => Holds::Other,
+        _ => Holds::Store,
+    })
+}
+
+/// Refuses, unwritten, a file that holds another application's database,
+/// or none where an existing store was asked for (`create` false).
+pub(crate) fn holds_a_store(
+    conn: &Connection,
+    path: &Path,
+    create: bool,
+) -> Result<(), StoreError> {
+    match holds(conn)? {
+        Holds::Store => Ok(()),
+        Holds::Nothing if create => Ok(()),
+        Holds::Nothing | Holds::Other => Err(StoreError::NotAStore {
+            path: path.display().to_string(),
+        }),
+    }
 }
 
 /// The layout the file records (0 before any).

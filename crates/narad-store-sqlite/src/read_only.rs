@@ -9,7 +9,9 @@ use narad_store::group::{GroupCommit, ReadOnlyWriter};
 use narad_store::StoreError;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::{backend, schema_version, sql, SqliteOptions, SqliteStore, SCHEMA_VERSION};
+use crate::{
+    backend, holds_a_store, schema_version, sql, SqliteOptions, SqliteStore, SCHEMA_VERSION,
+};
 
 /// `path` as an SQLite URI filename with `query` (the characters a URI
 /// gives meaning to escaped).
@@ -65,6 +67,7 @@ pub(crate) fn open_ro(path: &Path, options: &SqliteOptions) -> Result<Connection
 /// A read-only connection to a store of this build's layout.
 fn connect(path: &Path, options: &SqliteOptions) -> Result<Connection, StoreError> {
     let conn = open_ro(path, options)?;
+    holds_a_store(&conn, path, false)?;
     let found = u64::try_from(schema_version(&conn).map_err(sql)?).unwrap_or(u64::MAX);
     narad_store::read_only_layout(found, SCHEMA_VERSION as u32)?;
     Ok(conn)

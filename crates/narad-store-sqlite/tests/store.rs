@@ -100,3 +100,33 @@ impl narad_store::damage::Tamper for SqliteTamper {
 }
 
 narad_store::damage_suite!(SqliteStore::open, SqliteTamper);
+
+/// Another application's database is no store: every open refuses it
+/// before any pragma or table could change it (a read command used to add
+/// this layout's tables and switch the file to WAL).
+#[tokio::test]
+async fn another_applications_database_is_refused_and_left_as_it_was() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("crm.db");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT);
+             INSERT INTO customers (name) VALUES ('alice');",
+        )
+        .unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let refused = Some(StoreError::NotAStore {
+        path: path.display().to_string(),
+    });
+    assert_eq!(SqliteStore::open(&path).await.err(), refused);
+    assert_eq!(SqliteStore::open_existing(&path).await.err(), refused);
+    assert_eq!(SqliteStore::open_read_only(&path).await.err(), refused);
+    assert_eq!(refused.map(|e| e.code()), Some("not_a_store"));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    let names: Vec<String> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["crm.db"], "no WAL or shared-memory file either");
+}

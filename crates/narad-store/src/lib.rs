@@ -54,7 +54,9 @@
 //! - [`Store::close`] finishes every accepted append and releases the file;
 //!   later calls fail with [`StoreError::Closed`]. Opening a file written by
 //!   an older layout migrates it forward in one transaction; a file written
-//!   by a newer layout is refused with [`StoreError::NewerSchema`].
+//!   by a newer layout is refused with [`StoreError::NewerSchema`], and one
+//!   that holds another application's database (or, where an existing store
+//!   is asked for, none) with [`StoreError::NotAStore`], unwritten.
 //!
 //! ```
 //! # async fn demo(store: &dyn narad_store::Store) -> Result<(), narad_store::StoreError> {
@@ -481,6 +483,15 @@ pub enum StoreError {
         /// The path (or schema) that was looked for.
         path: String,
     },
+    /// The file holds a database, but not a Narad store: another
+    /// application's (it has tables and no store layout record), or an
+    /// empty one where an existing store was asked for. It was not
+    /// written: no table, journal mode or layout record was added.
+    #[error("{path} holds no Narad store; it was left as it was")]
+    NotAStore {
+        /// The file.
+        path: String,
+    },
     /// The store was opened read-only (its file could not be opened for
     /// writing): reads are served, and every append is refused.
     #[error("the store is open read-only; nothing was written")]
@@ -514,6 +525,7 @@ impl StoreError {
             Self::Corrupt { .. } => "corrupt",
             Self::UndeclaredRead { .. } => "undeclared_read",
             Self::NotFound { .. } => "not_found",
+            Self::NotAStore { .. } => "not_a_store",
             Self::SessionDeleted { .. } => "session_deleted",
         }
     }

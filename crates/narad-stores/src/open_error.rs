@@ -101,6 +101,9 @@ impl From<OpenError> for StoreError {
             OpenError::NotFound { path } => StoreError::NotFound {
                 path: path.display().to_string(),
             },
+            OpenError::NotAStore { path, .. } => StoreError::NotAStore {
+                path: path.display().to_string(),
+            },
             other => StoreError::Backend(other.to_string()),
         }
     }
@@ -112,6 +115,12 @@ pub(crate) fn classify(path: &std::path::Path, backend: &'static str, e: StoreEr
     if let StoreError::NotFound { .. } = e {
         return OpenError::NotFound {
             path: path.to_owned(),
+        };
+    }
+    if let StoreError::NotAStore { .. } = e {
+        return OpenError::NotAStore {
+            path: path.to_owned(),
+            backend,
         };
     }
     if let StoreError::Corrupt { .. } = e {

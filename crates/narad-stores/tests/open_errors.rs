@@ -62,7 +62,8 @@ async fn open_errors_are_typed_and_name_the_path() {
     }
 
     // A directory is not a store; a device the backend cannot open is
-    // named, with the backend's own code.
+    // named, with the backend's own code (SQLite reads /dev/null as an
+    // empty database, which holds no store).
     for (scheme, backend) in [("redb", "redb"), ("sqlite", "sqlite")] {
         let e = open(&format!("{scheme}:{}", d.path().display()))
             .await
@@ -74,10 +75,30 @@ async fn open_errors_are_typed_and_name_the_path() {
             let e = open_existing(&format!("{scheme}:/dev/null"))
                 .await
                 .unwrap_err();
+            if backend == "sqlite" {
+                let path = "/dev/null".into();
+                assert_eq!(e, OpenError::NotAStore { path, backend }, "{e}");
+                continue;
+            }
             assert!(matches!(e, OpenError::Unopenable { .. }), "{e:?}");
             assert_eq!(e.code(), "backend");
             assert!(e.to_string().starts_with("cannot open /dev/null: "), "{e}");
         }
+    }
+
+    // An empty file is no store to read, and becomes one only where a
+    // store may be created; it is not written by a refused open.
+    for (scheme, backend) in [("redb", "redb"), ("sqlite", "sqlite")] {
+        let empty = p(&format!("empty.{scheme}"));
+        std::fs::write(&empty, b"").unwrap();
+        let url = format!("{scheme}:{}", empty.display());
+        let e = open_existing(&url).await.unwrap_err();
+        let path = empty.clone();
+        assert_eq!(e, OpenError::NotAStore { path, backend }, "{e}");
+        assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0, "{scheme}");
+        let store = open(&url).await.unwrap();
+        narad_store::Store::close(&store).await.unwrap();
+        assert!(open_existing(&url).await.is_ok(), "{scheme}");
     }
 
     let held = p("held.redb");
