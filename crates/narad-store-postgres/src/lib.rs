@@ -180,7 +180,8 @@ impl PostgresStore {
     /// Connects to `url`, creates or migrates the store in `schema`
     /// (lowercase letters, digits, `_`), and starts listening for commits.
     /// A schema written by a newer layout is refused with
-    /// [`StoreError::NewerSchema`].
+    /// [`StoreError::NewerSchema`], and one that holds another
+    /// application's tables with [`StoreError::NotAStore`], unwritten.
     pub async fn open(url: &str, schema: &str) -> Result<Self, StoreError> {
         Self::open_mode(url, schema, true).await
     }
@@ -213,13 +214,25 @@ impl PostgresStore {
         // The first connection names the server it could not reach (and
         // why, from the innermost cause), never the password.
         let c = pool.get().await.map_err(|e| unreachable(&config, &e))?;
-        if !create {
-            let meta = format!("{schema}.meta");
-            let row = c
-                .query_one("SELECT to_regclass($1)::TEXT", &[&meta])
-                .await
-                .map_err(backend)?;
-            if col::<Option<String>>(&row, 0)?.is_none() {
+        // A schema without the layout's `meta` table (every layout has had
+        // one) but with tables of its own is another application's: no
+        // table is added to it. Without any table it is no store to read.
+        let meta = format!("{schema}.meta");
+        let row = c
+            .query_one(
+                "SELECT to_regclass($1)::TEXT,
+                        (SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = $2)",
+                &[&meta, &schema],
+            )
+            .await
+            .map_err(backend)?;
+        if col::<Option<String>>(&row, 0)?.is_none() {
+            if col::<i64>(&row, 1)? > 0 {
+                return Err(StoreError::NotAStore {
+                    path: format!("schema {schema}"),
+                });
+            }
+            if !create {
                 return Err(StoreError::NotFound {
                     path: format!("schema {schema}"),
                 });

@@ -1,7 +1,8 @@
 //! Damaged PostgreSQL stores (a real server): columns of the wrong type
 //! and rows that disagree with their keys are the typed `corrupt` error,
-//! never a panic; the shared damage suite; and a missing schema is
-//! `not_found` for a read-only open.
+//! never a panic; the shared damage suite; a missing schema is
+//! `not_found` for a read-only open; and a schema of another application
+//! is `not_a_store` and left as it was.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -149,4 +150,32 @@ async fn a_missing_schema_is_not_found_for_a_read_only_open() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), "not_found");
+}
+
+/// A schema that holds another application's tables is no store: neither
+/// open adds this layout's tables to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_applications_schema_is_refused_and_left_as_it_was() {
+    if !common::ready() {
+        return;
+    }
+    let url = common::url().unwrap();
+    let schema = format!("dmg_crm_{}", std::process::id());
+    execute(format!(
+        "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema};
+         CREATE TABLE {schema}.customers (id INT PRIMARY KEY, name TEXT);"
+    ));
+    let refused = StoreError::NotAStore {
+        path: format!("schema {schema}"),
+    };
+    let open = narad_store_postgres::PostgresStore::open(&url, &schema).await;
+    assert_eq!(open.err(), Some(refused.clone()));
+    let open = narad_store_postgres::PostgresStore::open_existing(&url, &schema).await;
+    assert_eq!(open.err(), Some(refused));
+    // Still only the one table: had the open written, `meta` would be there.
+    execute(format!(
+        "DO $$ BEGIN IF (SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = '{schema}') <> 1
+         THEN RAISE EXCEPTION 'the schema was written'; END IF; END $$;
+         DROP SCHEMA {schema} CASCADE;"
+    ));
 }
