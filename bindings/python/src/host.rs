@@ -25,11 +25,10 @@ pub struct NativeClock {
 impl NativeClock {
     #[new]
     fn new(unix_seconds: f64) -> PyResult<Self> {
-        if !unix_seconds.is_finite() || unix_seconds < 0.0 {
-            return Err(PyValueError::new_err("the clock starts at a POSIX time"));
-        }
+        let start = Duration::try_from_secs_f64(unix_seconds)
+            .map_err(|_| PyValueError::new_err("the clock starts at a POSIX time"))?;
         let clock = ManualClock::at_unix(0);
-        clock.advance(Duration::from_secs_f64(unix_seconds));
+        clock.advance(start);
         Ok(Self {
             clock: Arc::new(clock),
         })
@@ -166,15 +165,15 @@ impl NativeRules {
     }
 }
 
-/// A POSIX time in seconds as a `SystemTime`.
+/// A POSIX time in seconds as a `SystemTime`: a NaN, a negative time or
+/// one past what a `SystemTime` holds is refused.
 pub fn posix(secs: f64) -> Result<SystemTime, narad_engine::EngineError> {
-    if secs.is_finite() && secs >= 0.0 {
-        Ok(UNIX_EPOCH + Duration::from_secs_f64(secs))
-    } else {
-        Err(narad_engine::EngineError::InvalidCommand(
-            "a time must be a POSIX time".into(),
-        ))
-    }
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .and_then(|d| UNIX_EPOCH.checked_add(d))
+        .ok_or_else(|| {
+            narad_engine::EngineError::InvalidCommand("a time must be a POSIX time".into())
+        })
 }
 
 /// A `SystemTime` as POSIX seconds.

@@ -101,3 +101,24 @@ async def test_stream_text_aborts_cleanly_on_exception(url):
     await e.end_run(sid, run, status="error", code="model_failed", message="The model failed.")
     assert (await e.state(sid)).runs[run].state == "error"
     await e.close()
+
+
+async def test_times_the_protocol_cannot_name_are_bounded_or_refused(url):
+    # A deadline past the year 9999 is written as the latest timestamp; a
+    # time past what the engine's clock type holds is a refusal, as is a
+    # clock that would start there. Each used to raise a Rust panic.
+    e = await narad.Engine.open(url)
+    sid = await e.create_session()
+    run = await e.start_run(sid)
+    await e.request_interrupt(sid, run, expires_at=1e15)
+    listed = await e.open_interrupts()
+    assert [i["expiresAt"] for i in listed["open"]] == ["9999-12-31T23:59:59.999Z"]
+    with pytest.raises(narad.InvalidCommandError):
+        await e.pause_run(sid, run, "later", retry_at=1e300)
+    await e.close()
+    with pytest.raises(ValueError):
+        narad.ManualClock(1e300)
+    clock = narad.ManualClock(0)
+    clock.advance(1e19)
+    clock.advance(1e19)
+    assert clock.now() >= 253_402_300_799

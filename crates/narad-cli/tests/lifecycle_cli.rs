@@ -170,6 +170,14 @@ fn prune_lists_with_dry_run_keeps_open_work_and_deletes_the_rest() {
     let (code, _, err) = narad(&["prune", "--store", &url, "--older-than", "soon"]);
     assert_eq!(code, 1);
     assert!(err.contains("invalid_command"), "{err}");
+    // Idle since before 1970: nothing is, and the cut-off, which the
+    // engine cannot write as a timestamp, used to panic.
+    let (code, out, err) = narad(&["prune", "--store", &url, "--older-than", "1000000000000h"]);
+    assert_eq!(
+        (code, out.trim()),
+        (0, "0 deleted, 0 kept with open work"),
+        "{err}"
+    );
 }
 
 /// An open interrupt whose index entry is gone (what an import by an

@@ -288,11 +288,13 @@ pub enum Expiry {
 }
 
 impl Expiry {
-    /// The time it names, given what the engine's clock reads now.
+    /// The time it names, given what the engine's clock reads now: for
+    /// `In(d)`, `now + d`, or the latest time a timestamp names
+    /// (9999-12-31T23:59:59.999Z) when that comes first.
     pub fn at(self, now: std::time::SystemTime) -> std::time::SystemTime {
         match self {
             Self::At(t) => t,
-            Self::In(d) => now + d,
+            Self::In(d) => crate::host::after(now, d),
         }
     }
 }

@@ -41,10 +41,12 @@ impl ManualClock {
             SystemTime::UNIX_EPOCH + Duration::from_secs(secs),
         ))
     }
-    /// Moves the clock forward.
+    /// Moves the clock forward (past what a time can hold: to the latest
+    /// time a timestamp names, 9999-12-31T23:59:59.999Z, if it is not
+    /// later already).
     pub fn advance(&self, by: Duration) {
         if let Ok(mut t) = self.0.lock() {
-            *t += by;
+            *t = t.checked_add(by).unwrap_or_else(|| (*t).max(latest()));
         }
     }
 }
@@ -55,9 +57,35 @@ impl Clock for ManualClock {
     }
 }
 
+/// The latest time a protocol timestamp names: 9999-12-31T23:59:59.999Z.
+pub(crate) fn latest() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::new(253_402_300_799, 999_000_000)
+}
+
 /// Formats a time as the protocol's ISO-8601 UTC timestamp (milliseconds).
+/// A time the format cannot name is written as the nearest one it can:
+/// 1970-01-01T00:00:00.000Z for a time before the epoch (a clock set
+/// wrong, a cut-off further back than the epoch), and
+/// 9999-12-31T23:59:59.999Z for one after 9999 (a deadline that means
+/// "never"). Neither stops the engine.
+///
+/// ```
+/// use std::time::{Duration, UNIX_EPOCH};
+/// use narad_engine::timestamp;
+/// assert_eq!(timestamp(UNIX_EPOCH + Duration::from_millis(1_500)), "1970-01-01T00:00:01.500Z");
+/// assert_eq!(timestamp(UNIX_EPOCH - Duration::from_secs(86_400)), "1970-01-01T00:00:00.000Z");
+/// let far = UNIX_EPOCH + Duration::from_secs(1 << 40);
+/// assert_eq!(timestamp(far), "9999-12-31T23:59:59.999Z");
+/// ```
 pub fn timestamp(t: SystemTime) -> String {
+    let t = t.clamp(SystemTime::UNIX_EPOCH, latest());
     humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// `now + d`, or the latest time a timestamp names when that comes first
+/// (a lease or token time-to-live of years, an expiry of "never").
+pub(crate) fn after(now: SystemTime, d: Duration) -> SystemTime {
+    now.checked_add(d).map_or_else(latest, |t| t.min(latest()))
 }
 
 /// Where new ids come from (`eventId`, `runId`, `waitId`, ...).

@@ -67,8 +67,8 @@ pub use engine::{Engine, EngineConfig, EngineStats};
 pub use error::EngineError;
 pub use fork::StateAt;
 pub use host::{
-    Action, AllowAll, Authorizer, Clock, IdSource, ManualClock, OrderedIds, Principal, RandomIds,
-    SequentialIds, SystemClock,
+    timestamp, Action, AllowAll, Authorizer, Clock, IdSource, ManualClock, OrderedIds, Principal,
+    RandomIds, SequentialIds, SystemClock,
 };
 pub use idempotent::Idempotent;
 pub use index::{ActiveExecution, SessionEntry, SessionPage, SessionQuery, SessionStatus};

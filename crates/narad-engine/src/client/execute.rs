@@ -67,7 +67,7 @@ impl<S: Store + 'static> Engine<S> {
                 session_id: session_id.to_owned(),
                 tool_call_id: tool_call_id.clone(),
                 run_id: run_id.to_owned(),
-                expires_at: now + self.inner.config.token_ttl,
+                expires_at: crate::host::after(now, self.inner.config.token_ttl),
                 tool_name: tool_name.to_owned(),
                 args: args.clone(),
                 finish: None,

@@ -90,7 +90,7 @@ impl<S: Store + 'static> Engine<S> {
             let _guard = lock.lock().await;
             let lease = self.inner.ids.next_id("lease");
             let now = self.inner.clock.now();
-            let expires = now + self.inner.config.lease_ttl;
+            let expires = crate::host::after(now, self.inner.config.lease_ttl);
             let (rec, resumes) = retry!(self, async {
                 let rec = self.executor(executor).await?;
                 let mut next = rec.clone();
@@ -125,7 +125,10 @@ impl<S: Store + 'static> Engine<S> {
                 control(&ControlPayload::ClientAttached {
                     client_executor_id: executor.to_owned(),
                     lease_id: lease.clone(),
-                    heartbeat_interval_ms: self.inner.config.heartbeat_interval.as_millis() as u64,
+                    heartbeat_interval_ms: u64::try_from(
+                        self.inner.config.heartbeat_interval.as_millis(),
+                    )
+                    .unwrap_or(u64::MAX),
                     lease_expires_at: timestamp(expires),
                 }),
             );
@@ -168,7 +171,7 @@ impl<S: Store + 'static> Engine<S> {
                     ));
                 }
                 let mut next = rec.clone();
-                let expires = now + self.inner.config.lease_ttl;
+                let expires = crate::host::after(now, self.inner.config.lease_ttl);
                 next.lease_expires = Some(expires);
                 let mut side = vec![next.write(executor)?];
                 side.extend(
