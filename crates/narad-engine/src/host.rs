@@ -35,11 +35,13 @@ impl Clock for SystemClock {
 pub struct ManualClock(Mutex<SystemTime>);
 
 impl ManualClock {
-    /// A clock at `secs` after the Unix epoch.
+    /// A clock at `secs` after the Unix epoch (past what a time can hold:
+    /// at the latest time a timestamp names).
     pub fn at_unix(secs: u64) -> Self {
-        Self(Mutex::new(
-            SystemTime::UNIX_EPOCH + Duration::from_secs(secs),
-        ))
+        Self(Mutex::new(after(
+            SystemTime::UNIX_EPOCH,
+            Duration::from_secs(secs),
+        )))
     }
     /// Moves the clock forward (past what a time can hold: to the latest
     /// time a timestamp names, 9999-12-31T23:59:59.999Z, if it is not

@@ -64,6 +64,8 @@ async fn a_deadline_of_never_is_the_latest_timestamp() {
     assert!(e.expire_due(&me()).await.unwrap().is_empty());
     clock.advance(Duration::MAX);
     assert_eq!(narad_engine::timestamp(clock.now()), LATEST);
+    let late = ManualClock::at_unix(u64::MAX);
+    assert_eq!(narad_engine::timestamp(late.now()), LATEST);
     assert_valid(&e, &sid).await;
 }
 
