@@ -122,9 +122,7 @@ impl RedbStore {
         let db = if create {
             options.builder().create(path)
         } else if path.exists() {
-            if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
-                return Err(not_a_store(path));
-            }
+            empty_file_refused(path)?;
             options.builder().open(path)
         } else {
             return Err(StoreError::NotFound {
@@ -210,9 +208,7 @@ impl RedbStore {
                 path: path.display().to_string(),
             });
         }
-        if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
-            return Err(not_a_store(path));
-        }
+        empty_file_refused(path)?;
         let db = options.builder().open_read_only(path).map_err(rerr)?;
         let tx = db.begin_read().map_err(rerr)?;
         holds_a_store(&tx, path, false)?;
@@ -239,6 +235,15 @@ impl RedbStore {
 fn not_a_store(path: &Path) -> StoreError {
     StoreError::NotAStore {
         path: path.display().to_string(),
+    }
+}
+
+/// An empty file is no store to read (redb's own open would answer with
+/// its message, not the path).
+fn empty_file_refused(path: &Path) -> Result<(), StoreError> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() && m.len() == 0 => Err(not_a_store(path)),
+        _ => Ok(()),
     }
 }
 
