@@ -243,6 +243,9 @@ async fn worker(
                     run.refused = true;
                     refused.insert(c.sid.clone());
                     let (sid, file, at) = (plain(&c.sid), &c.file, c.first_line);
+                    // The refusal quotes the records (an eventId, a type).
+                    let e = e.to_string();
+                    let e = plain(&e);
                     match run.imported {
                         _ if !verbose => {}
                         0 => out!("{sid}: refused, nothing imported: {e} (batch from {file} line {at})"),

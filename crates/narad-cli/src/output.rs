@@ -134,7 +134,10 @@ pub fn line(args: fmt::Arguments<'_>) -> Result<(), OutputError> {
 
 /// Writes one line to stderr; a failure there has nowhere to be reported.
 pub fn error_line(args: fmt::Arguments<'_>) {
-    let _ = writeln!(std::io::stderr().lock(), "{args}");
+    // An error may quote what a file or the store holds: one line, and
+    // nothing that acts on a terminal.
+    let line = args.to_string();
+    let _ = writeln!(std::io::stderr().lock(), "{}", plain(&line));
 }
 
 /// `println!` through [`line()`]: `out!(...)` returns from the calling

@@ -75,7 +75,12 @@ pub fn run(args: &Args) -> ExitCode {
             Ok(Outcome::Ok(n)) => format!("{shown}: ok ({n} records)"),
             Ok(Outcome::Rejected { line, reason }) => {
                 rejected = true;
-                format!("{shown}: rejected at line {line}: {reason}")
+                // The reason quotes the record (an eventId, a type): a
+                // hostile file must not drive the terminal through it.
+                format!(
+                    "{shown}: rejected at line {line}: {}",
+                    output::plain(&reason)
+                )
             }
         };
         if let Err(e) = output::line(format_args!("{line}")) {

@@ -433,3 +433,47 @@ fn a_file_that_holds_no_store_is_refused_and_left_as_it_was() {
     }
     assert_children_rss_bounded("files that hold no store");
 }
+
+/// A refusal quotes the record it refuses (here an eventId): `validate`
+/// and `import` print it escaped, as `verify` does, so a hostile file
+/// cannot drive the operator's terminal through its refusal. Both printed
+/// the raw escape sequence and bell.
+#[test]
+fn a_refusal_quotes_a_hostile_record_escaped() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let id = "e\u{1b}[31mRED\u{7}";
+    let event = |seq: u64, at: &str| {
+        json!({"type": "run.started", "protocolVersion": "narad/v1", "eventId": id,
+               "timestamp": at, "sessionId": "s", "sessionSequence": seq,
+               "rootRunId": "r", "runId": "r", "sequence": seq})
+        .to_string()
+    };
+    // The same eventId with other data: `duplicate_event_conflict`.
+    let file = dir.path().join("conflict.jsonl");
+    let lines = [
+        event(1, "2026-08-05T00:00:00Z"),
+        event(2, "2026-08-05T00:00:01Z"),
+    ];
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let f = file.display().to_string();
+    let store = url(&dir, "c.sqlite");
+    for args in [vec!["validate", &f], vec!["import", "--store", &store, &f]] {
+        let (code, out, err) = run(bounded(&args));
+        assert_eq!(code, 1, "{args:?}: {out}{err}");
+        let both = format!("{out}{err}");
+        let bad: Vec<char> = both.chars().filter(|c| acts_on_a_terminal(*c)).collect();
+        assert!(bad.is_empty(), "{args:?} printed {bad:?}:\n{both}");
+        assert!(
+            both.contains("eventId e\\u{1b}[31mRED\\u{7} was delivered before"),
+            "{both}"
+        );
+    }
+    // An error line quotes what it was given escaped too.
+    let (code, out, err) = run(bounded(&["show", "--store", &store, "--session", id]));
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert_eq!(
+        err,
+        "narad: no session `e\\u{1b}[31mRED\\u{7}` in this store\n"
+    );
+}
