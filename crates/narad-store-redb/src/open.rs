@@ -247,20 +247,16 @@ fn empty_file_refused(path: &Path) -> Result<(), StoreError> {
     }
 }
 
-/// Refuses, unwritten, a file that holds another application's database
-/// (tables, none of them `meta`, which every layout has had), or no table
-/// where an existing store was asked for (`create` false).
+/// Refuses, unwritten, a file that holds another application's database,
+/// or none where an existing store was asked for (`create` false): the
+/// rule is [`narad_store::holds_a_store`], from the file's tables.
 fn holds_a_store(tx: &redb::ReadTransaction, path: &Path, create: bool) -> Result<(), StoreError> {
-    let mut any = tx.list_multimap_tables().map_err(rerr)?.next().is_some();
-    for table in tx.list_tables().map_err(rerr)? {
-        if table.name() == META.name() {
-            return Ok(());
-        }
-        any = true;
-    }
-    if !any && create {
-        Ok(())
-    } else {
-        Err(not_a_store(path))
-    }
+    let names: Vec<String> = tx
+        .list_tables()
+        .map_err(rerr)?
+        .map(|t| t.name().to_owned())
+        .collect();
+    let meta = names.iter().any(|n| n == META.name());
+    let tables = !names.is_empty() || tx.list_multimap_tables().map_err(rerr)?.next().is_some();
+    narad_store::holds_a_store(meta, tables, create, &path.display().to_string())
 }

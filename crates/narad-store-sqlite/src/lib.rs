@@ -172,19 +172,14 @@ fn connect(path: &Path, options: &SqliteOptions, create: bool) -> Result<Connect
     Ok(conn)
 }
 
-/// What a database file holds, by its tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Holds {
-    /// No table: a new file.
-    Nothing,
-    /// A store: its `meta` table (every layout has had one).
-    Store,
-    /// Tables, none of them `meta`: another application's database.
-    Other,
-}
-
-/// What the database of `conn` holds.
-fn holds(conn: &Connection) -> Result<Holds, StoreError> {
+/// Refuses, unwritten, a file that holds another application's database,
+/// or none where an existing store was asked for (`create` false): the
+/// rule is [`narad_store::holds_a_store`], from the file's tables.
+pub(crate) fn holds_a_store(
+    conn: &Connection,
+    path: &Path,
+    create: bool,
+) -> Result<(), StoreError> {
     let (meta, tables): (i64, i64) = conn
         .query_row(
             "SELECT coalesce(sum(name = 'meta'), 0), count(*) FROM sqlite_master
@@ -193,27 +188,7 @@ fn holds(conn: &Connection) -> Result<Holds, StoreError> {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .map_err(sql)?;
-    Ok(match (meta, tables) {
-        (0, 0) => Holds::Nothing,
-        (0, _) => Holds::Other,
-        _ => Holds::Store,
-    })
-}
-
-/// Refuses, unwritten, a file that holds another application's database,
-/// or none where an existing store was asked for (`create` false).
-pub(crate) fn holds_a_store(
-    conn: &Connection,
-    path: &Path,
-    create: bool,
-) -> Result<(), StoreError> {
-    match holds(conn)? {
-        Holds::Store => Ok(()),
-        Holds::Nothing if create => Ok(()),
-        Holds::Nothing | Holds::Other => Err(StoreError::NotAStore {
-            path: path.display().to_string(),
-        }),
-    }
+    narad_store::holds_a_store(meta > 0, tables > 0, create, &path.display().to_string())
 }
 
 /// The layout the file records (0 before any).

@@ -248,6 +248,36 @@ pub fn read_only_layout(found: u64, supported: u32) -> Result<(), StoreError> {
     }
 }
 
+/// Whether a file backend may use the database it opened, from its tables
+/// alone and before it writes anything: one with the layout's `meta` table
+/// (every layout has had one) is a store; one with other tables only is
+/// another application's, and one with none is a new file, which only an
+/// open that may `create` a store takes. Both refusals are
+/// [`StoreError::NotAStore`] naming `path`.
+///
+/// ```
+/// use narad_store::{holds_a_store, StoreError};
+/// let refused = Err(StoreError::NotAStore { path: "crm.db".into() });
+/// assert_eq!(holds_a_store(true, true, false, "crm.db"), Ok(()));
+/// assert_eq!(holds_a_store(false, false, true, "crm.db"), Ok(()));
+/// assert_eq!(holds_a_store(false, false, false, "crm.db"), refused);
+/// assert_eq!(holds_a_store(false, true, true, "crm.db"), refused);
+/// ```
+pub fn holds_a_store(
+    has_meta: bool,
+    has_tables: bool,
+    create: bool,
+    path: &str,
+) -> Result<(), StoreError> {
+    if has_meta || (!has_tables && create) {
+        Ok(())
+    } else {
+        Err(StoreError::NotAStore {
+            path: path.to_owned(),
+        })
+    }
+}
+
 /// The condition a side write requires of the current value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expect {
