@@ -43,12 +43,11 @@ impl ManualClock {
             Duration::from_secs(secs),
         )))
     }
-    /// Moves the clock forward (past what a time can hold: to the latest
-    /// time a timestamp names, 9999-12-31T23:59:59.999Z, if it is not
-    /// later already).
+    /// Moves the clock forward (at most to the latest time a timestamp
+    /// names, 9999-12-31T23:59:59.999Z).
     pub fn advance(&self, by: Duration) {
         if let Ok(mut t) = self.0.lock() {
-            *t = t.checked_add(by).unwrap_or_else(|| (*t).max(latest()));
+            *t = after(*t, by);
         }
     }
 }
